@@ -1,0 +1,40 @@
+# Two commands set up everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+
+.PHONY: demo test lint typecheck unit bench bench-quick clean promtool
+
+# One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
+# unchanged one costs nothing.
+$(VENV)/.stamp-%: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -e '.[$*]'
+	rm -f $(VENV)/.stamp-$*; touch $@
+
+promtool:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  echo "installing Debian's prometheus package for promtool"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
+	  || echo "could not install prometheus; the promtool tests will fail"; }
+
+demo: $(VENV)/.stamp-demo
+	$(PY) examples/demo.py
+
+lint: $(VENV)/.stamp-test
+	$(VENV)/bin/ruff check otel_toolcalls tests examples benchmarks
+
+typecheck: $(VENV)/.stamp-test
+	$(VENV)/bin/mypy otel_toolcalls
+
+unit: $(VENV)/.stamp-test promtool
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test: lint typecheck unit
+
+bench: $(VENV)/.stamp-test
+	$(PY) benchmarks/overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
