@@ -1,0 +1,63 @@
+"""Translator for OpenAI-Chat-shaped chunks (openai, groq, mistral, litellm): chunk -> core events.
+
+A chunk is read by attribute access only: ``choices[].delta.tool_calls[]`` and
+``choices[].finish_reason``. There is no per-call completion event: a choice's finish reason is
+the completion event of every call open in that choice.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .._core import StreamState
+
+_log = logging.getLogger(__name__)
+
+
+def _call_id(raw: Any) -> str | None:
+    # Mistral sends the string "null" where it has no id; OpenAI-compatible servers send none.
+    if not raw or raw == "null":
+        return None
+    return str(raw)
+
+
+def process_chunk(state: StreamState, chunk: Any) -> None:
+    if state.response_id is None:
+        state.response_id = getattr(chunk, "id", None) or ""
+        state.response_model = getattr(chunk, "model", None)
+    for choice in chunk.choices:
+        delta = choice.delta
+        tool_calls = delta.tool_calls if delta is not None else None
+        if tool_calls:
+            _tool_call_deltas(state, choice.index or 0, tool_calls)
+        finish_reason = choice.finish_reason
+        if finish_reason is not None:
+            # {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+            state.settle(finish_reason, choice=choice.index or 0, completes_open=True)
+            state.final_event()
+
+
+def _tool_call_deltas(state: StreamState, choice: int, tool_calls: Any) -> None:
+    open_calls = state.open
+    for tool_call in tool_calls:
+        index = tool_call.index
+        key = index if choice == 0 else (choice, index)
+        function = tool_call.function
+        call = open_calls.get(key)
+        if call is None or _starts_new_block(call.call_id, tool_call.id):
+            # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
+            name = function.name if function is not None else None
+            if not name:
+                _log.debug("tool-call delta without a name for an index that never started: %r", key)
+                continue
+            state.block_started(key, name=name, call_id=_call_id(tool_call.id), index=index, choice=choice)
+        if function is not None:
+            # {"index":0,"function":{"arguments":"{\"loc"}}
+            state.fragment(key, function.arguments)
+
+
+def _starts_new_block(open_id: str | None, delta_id: Any) -> bool:
+    # Mistral repeats name and id on every delta: the same id is the same block.
+    new_id = _call_id(delta_id)
+    return new_id is not None and open_id is not None and new_id != open_id

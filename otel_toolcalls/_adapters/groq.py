@@ -1,0 +1,21 @@
+"""The groq SDK: the same Stainless stream design and the same chunk shape as OpenAI chat."""
+
+from __future__ import annotations
+
+from .._telemetry import Telemetry
+from ._chat_completions import process_chunk
+from ._stainless import Route, StainlessSDK
+
+SDK = StainlessSDK(
+    module="groq",
+    provider="groq",
+    routes=[Route(lambda path: path.endswith("/chat/completions"), process_chunk, "chat")],
+)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return SDK.instrument(telemetry)
+
+
+def uninstrument() -> None:
+    SDK.uninstrument()

@@ -1,0 +1,92 @@
+"""Every name the package emits, as ../shared/TELEMETRY.md fixes it.
+
+Names the GenAI semantic conventions define are spelled as they define them; the rest lives in
+the package's own ``toolcall.*`` namespace. Tests and the collector config import from here.
+"""
+
+from __future__ import annotations
+
+# GenAI semantic-convention attributes.
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_REQUEST_STREAM = "gen_ai.request.stream"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_ATTRIBUTION_LINK_TYPE = "gen_ai.attribution.link_type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+
+# The package's own attributes.
+TOOLCALL_INDEX = "toolcall.index"
+TOOLCALL_ARGUMENTS_DELTAS = "toolcall.arguments.deltas"
+TOOLCALL_ARGUMENTS_SIZE = "toolcall.arguments.size"
+TOOLCALL_OUTCOME = "toolcall.outcome"
+TOOLCALL_ABORT_REASON = "toolcall.abort_reason"
+TOOLCALL_COUNT = "toolcall.count"
+TOOLCALL_REPLAYED_ABORTED = "toolcall.replayed_aborted"
+TOOLCALL_STREAM_BUFFERED = "toolcall.stream.buffered"
+
+# Span names and operation values.
+TOOL_CALL_SPAN_PREFIX = "tool_call "
+EXECUTE_TOOL_SPAN_PREFIX = "execute_tool "
+OPERATION_EXECUTE_TOOL = "execute_tool"
+INFERENCE_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
+LINK_TYPE_CAUSED_BY_GENERATION = "CAUSED_BY_GENERATION"
+
+# Events.
+EVENT_REPLAYED_ABORTED = "toolcall.replayed_aborted"
+
+# Metrics.
+METRIC_CALLS = "toolcall.calls"
+METRIC_DURATION = "toolcall.duration"
+METRIC_ARGUMENTS_SIZE = "toolcall.arguments.size"
+METRIC_ARGUMENTS_DELTAS = "toolcall.arguments.deltas"
+METRIC_EXECUTE_TOOL_DURATION = "gen_ai.execute_tool.duration"
+METRIC_TIME_TO_FIRST_CHUNK = "gen_ai.client.inference.time_to_first_chunk"
+METRIC_REPLAYED_ABORTED = "toolcall.replayed_aborted"
+METRIC_STREAM_BUFFERED = "toolcall.stream.buffered"
+
+# Outcomes.
+COMPLETED = "completed"
+ABORTED = "aborted"
+UNKNOWN = "unknown"
+
+# Abort reasons.
+STREAM_ERROR = "stream_error"
+CLOSED = "closed"
+CANCELLED = "cancelled"
+ABANDONED = "abandoned"
+TRUNCATED = "truncated"
+FILTERED = "filtered"
+MALFORMED = "malformed"
+INCOMPLETE = "incomplete"
+ABORT_REASONS = (STREAM_ERROR, CLOSED, CANCELLED, ABANDONED, TRUNCATED, FILTERED, MALFORMED, INCOMPLETE)
+
+# Tool types.
+TOOL_TYPE_FUNCTION = "function"
+TOOL_TYPE_EXTENSION = "extension"
+
+OTHER = "_OTHER"
+
+# Cuts.
+MAX_NAME_LENGTH = 256
+MAX_ARGUMENTS_LENGTH = 4096
+
+ABORT_DESCRIPTIONS = {
+    STREAM_ERROR: "tool call aborted: the stream failed before the call completed",
+    CLOSED: "tool call aborted: stream closed before the call completed",
+    CANCELLED: "tool call aborted: the consuming task was cancelled before the call completed",
+    ABANDONED: "tool call aborted: the stream was abandoned before the call completed",
+    TRUNCATED: "tool call aborted: the model hit its output limit before the call completed",
+    FILTERED: "tool call aborted: a content filter ended the response before the call completed",
+    MALFORMED: "tool call aborted: the provider flagged the call as malformed",
+    INCOMPLETE: "tool call aborted: the stream ended without the call's completion event",
+}

@@ -1,0 +1,136 @@
+"""The tracer, the instruments and the settings one ``instrument()`` call wires together."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from opentelemetry import metrics, trace
+
+from . import _names as n
+from ._config import Settings
+from ._registry import CallRegistry
+from .version import __version__
+
+_SCOPE = "otel_toolcalls"
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+# Seconds buckets tuned for token streams: tool calls take milliseconds to minutes.
+_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+_BYTES_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
+_DELTAS_BUCKETS = (0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 4000, 16000)
+
+# One process-wide memory of calls, so that execute_tool finds calls whichever instrument() saw them.
+REGISTRY = CallRegistry(Settings.registry_size)
+
+
+def _histogram(meter: metrics.Meter, name: str, unit: str, description: str, buckets: Any) -> Any:
+    try:
+        return meter.create_histogram(
+            name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
+        )
+    except TypeError:  # opentelemetry-api older than 1.23 has no bucket advisory
+        return meter.create_histogram(name, unit=unit, description=description)
+
+
+class ToolNameLimiter:
+    """Caps the distinct tool names metrics carry: names come from model output, unbounded."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str) -> str:
+        if name in self._seen:
+            return name
+        with self._lock:
+            if name in self._seen:
+                return name
+            if len(self._seen) >= self._limit:
+                return n.OTHER
+            self._seen.add(name)
+            return name
+
+
+class Telemetry:
+    """What the adapters and the core share: built by ``instrument()``, read on every stream."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = REGISTRY
+        self.registry.resize(settings.registry_size)
+        self.tracer = trace.get_tracer(
+            _SCOPE, __version__, tracer_provider=tracer_provider, schema_url=_SCHEMA_URL
+        )
+        meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider, schema_url=_SCHEMA_URL)
+        self.tool_name_for_metrics = ToolNameLimiter(settings.metrics_max_tool_names)
+        self.calls = meter.create_counter(
+            n.METRIC_CALLS, unit="{call}", description="Streamed tool calls by outcome."
+        )
+        self.duration = _histogram(
+            meter, n.METRIC_DURATION, "s", "Tool-call block start to completion or abort.", _SECONDS_BUCKETS
+        )
+        self.arguments_size = _histogram(
+            meter,
+            n.METRIC_ARGUMENTS_SIZE,
+            "By",
+            "UTF-8 bytes of a call's argument fragments.",
+            _BYTES_BUCKETS,
+        )
+        self.arguments_deltas = _histogram(
+            meter, n.METRIC_ARGUMENTS_DELTAS, "{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS
+        )
+        self.execute_duration = _histogram(
+            meter, n.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of tool executions.", _SECONDS_BUCKETS
+        )
+        self.time_to_first_chunk = _histogram(
+            meter,
+            n.METRIC_TIME_TO_FIRST_CHUNK,
+            "s",
+            "Time from the request to the first chunk of a streamed response.",
+            _SECONDS_BUCKETS,
+        )
+        self.replayed_aborted = meter.create_counter(
+            n.METRIC_REPLAYED_ABORTED,
+            unit="{call}",
+            description="Aborted tool calls found again in a later request's input history.",
+        )
+        self.stream_buffered = meter.create_counter(
+            n.METRIC_STREAM_BUFFERED,
+            unit="{stream}",
+            description="Streams whose chunks arrived in one burst after a long wait.",
+        )
+
+
+_ACTIVE: Telemetry | None = None
+
+
+def active() -> Telemetry | None:
+    return _ACTIVE
+
+
+def set_active(telemetry: Telemetry | None) -> None:
+    global _ACTIVE
+    _ACTIVE = telemetry
+
+
+_FALLBACK: Telemetry | None = None
+
+
+def current() -> Telemetry:
+    """The instrumentor's telemetry, or, for ``execute_tool`` used without ``instrument()``, one built
+    once on the global providers with settings from the environment."""
+    global _FALLBACK
+    if _ACTIVE is not None:
+        return _ACTIVE
+    if _FALLBACK is None:
+        from ._config import resolve
+
+        _FALLBACK = Telemetry(resolve())
+    return _FALLBACK

@@ -1,0 +1,124 @@
+"""OpenAI Chat Completions SSE: tool-call streams fragmented, paced, cut and truncated."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._fragments import awkward_split, split_mid_character, sse
+from ._server import Script
+
+MODEL = "gpt-4o-mini"
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: str
+    id: str | None = "call_1"
+    # Explicit fragments; by default the arguments are cut at awkward places.
+    fragments: list[str] | None = None
+    # Put the first fragment in the block-start delta (as some OpenAI-compatible servers do).
+    args_in_start: bool = False
+
+    def pieces(self) -> list[str]:
+        return self.fragments if self.fragments is not None else awkward_split(self.arguments)
+
+
+@dataclass
+class Event:
+    """One chunk of the stream: a block start, an argument fragment, text, or a finish reason."""
+
+    index: int = 0
+    name: str | None = None
+    id: str | None = None
+    arguments: str | None = None
+    content: str | None = None
+    finish_reason: str | None = None
+    choice: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def chunk(event: Event, *, response_id: str = "chatcmpl-fake", model: str = MODEL) -> dict[str, Any]:
+    delta: dict[str, Any] = {}
+    if event.content is not None:
+        delta["content"] = event.content
+    if event.name is not None or event.arguments is not None or event.id is not None:
+        call: dict[str, Any] = {"index": event.index}
+        function: dict[str, Any] = {}
+        if event.id is not None:
+            call["id"] = event.id
+        if event.name is not None:
+            call["type"] = "function"
+            function["name"] = event.name
+        if event.arguments is not None:
+            function["arguments"] = event.arguments
+        call["function"] = function
+        delta["tool_calls"] = [call]
+    return {
+        "id": response_id,
+        "object": "chat.completion.chunk",
+        "created": 1764500000,
+        "model": model,
+        "choices": [{"index": event.choice, "delta": delta, "finish_reason": event.finish_reason}],
+        **event.extra,
+    }
+
+
+def events_for(
+    calls: Sequence[ToolCall], *, text: str | None = None, finish_reason: str | None = "tool_calls"
+) -> list[Event]:
+    """The calls one after another (OpenAI's order), each start then its fragments."""
+    events: list[Event] = []
+    if text:
+        events.append(Event(content=text))
+    for index, call in enumerate(calls):
+        pieces = call.pieces()
+        first = pieces[0] if call.args_in_start and pieces else ""
+        events.append(Event(index=index, id=call.id, name=call.name, arguments=first))
+        for piece in pieces[1:] if call.args_in_start else pieces:
+            events.append(Event(index=index, arguments=piece))
+    if finish_reason is not None:
+        events.append(Event(finish_reason=finish_reason))
+    return events
+
+
+def script_for(
+    events: Sequence[Event],
+    *,
+    cut_after: int | None = None,
+    done: bool = True,
+    pace: float = 0.0,
+    model: str = MODEL,
+    split_characters: bool = True,
+    **script: Any,
+) -> Script:
+    """One SSE event per socket write; events holding multi-byte text are written in two halves,
+    cut inside a character. ``cut_after``: the connection drops after that many events."""
+    writes: list[bytes] = []
+    for i, event in enumerate(events):
+        if cut_after is not None and i >= cut_after:
+            break
+        data = sse(chunk(event, model=model))
+        writes.extend(split_mid_character(data) if split_characters else [data])
+    if cut_after is None and done:
+        writes.append(sse("[DONE]"))
+    return Script(writes, pace=pace, end="cut" if cut_after is not None else "done", **script)
+
+
+def tool_call_script(
+    calls: Sequence[ToolCall],
+    *,
+    finish_reason: str | None = "tool_calls",
+    text: str | None = None,
+    **options: Any,
+) -> Script:
+    return script_for(events_for(calls, text=text, finish_reason=finish_reason), **options)
+
+
+WEATHER = ToolCall(
+    name="get_weather",
+    id="call_weather_1",
+    arguments='{"location": "Zürich, Schweiz", "unit": "celsius", "days": 14, "note": "naïve ☀️ check"}',
+)

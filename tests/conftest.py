@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcalls import ToolCallsInstrumentor
+from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls.testing import FakeProvider
+
+
+class Telemetry:
+    """What a test reads back: finished spans and metric points."""
+
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def spans(self) -> list[ReadableSpan]:
+        return list(self.exporter.get_finished_spans())
+
+    def tool_spans(self) -> list[ReadableSpan]:
+        return [s for s in self.spans() if s.name.startswith("tool_call ")]
+
+    def one(self, prefix: str) -> ReadableSpan:
+        found = [s for s in self.spans() if s.name.startswith(prefix)]
+        assert len(found) == 1, [s.name for s in self.spans()]
+        return found[0]
+
+    def points(self, metric: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        out: list[Any] = []
+        for rm in data.resource_metrics if data else []:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == metric:
+                        out.extend(m.data.data_points)
+        return out
+
+    def calls_by_outcome(self) -> dict[tuple[str, str | None], int]:
+        counts: dict[tuple[str, str | None], int] = {}
+        for point in self.points("toolcall.calls"):
+            attrs = point.attributes
+            key = (attrs["toolcall.outcome"], attrs.get("toolcall.abort_reason"))
+            counts[key] = counts.get(key, 0) + point.value
+        return counts
+
+
+@pytest.fixture
+def telemetry() -> Iterator[Telemetry]:
+    yield Telemetry()
+
+
+@pytest.fixture
+def instrument(telemetry: Telemetry) -> Iterator[Any]:
+    """Instruments with the test's providers; returns a function to re-instrument with settings."""
+    instrumentor = ToolCallsInstrumentor()
+    REGISTRY.clear()
+
+    def apply(**settings: Any) -> ToolCallsInstrumentor:
+        if instrumentor.is_instrumented_by_opentelemetry:
+            instrumentor.uninstrument()
+        instrumentor.instrument(
+            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **settings
+        )
+        return instrumentor
+
+    apply()
+    yield apply
+    if instrumentor.is_instrumented_by_opentelemetry:
+        instrumentor.uninstrument()
+    gc.collect()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield provider
