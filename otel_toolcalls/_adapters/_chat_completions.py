@@ -45,19 +45,15 @@ def _tool_call_deltas(state: StreamState, choice: int, tool_calls: Any) -> None:
         key = index if choice == 0 else (choice, index)
         function = tool_call.function
         call = open_calls.get(key)
-        if call is None or _starts_new_block(call.call_id, tool_call.id):
+        delta_id = tool_call.id
+        # Mistral repeats name and id on every delta: only a different id is a new block.
+        if call is None or (delta_id and call.call_id and delta_id != call.call_id and delta_id != "null"):
             # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
             name = function.name if function is not None else None
             if not name:
                 _log.debug("tool-call delta without a name for an index that never started: %r", key)
                 continue
-            state.block_started(key, name=name, call_id=_call_id(tool_call.id), index=index, choice=choice)
+            state.block_started(key, name=name, call_id=_call_id(delta_id), index=index, choice=choice)
         if function is not None:
             # {"index":0,"function":{"arguments":"{\"loc"}}
             state.fragment(key, function.arguments)
-
-
-def _starts_new_block(open_id: str | None, delta_id: Any) -> bool:
-    # Mistral repeats name and id on every delta: the same id is the same block.
-    new_id = _call_id(delta_id)
-    return new_id is not None and open_id is not None and new_id != open_id

@@ -113,7 +113,9 @@ class _Server(socketserver.ThreadingTCPServer):
 class FakeProvider:
     """``with FakeProvider() as fake: fake.enqueue(script); client(base_url=fake.base_url)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, default: Script | None = None) -> None:
+        # `default` answers every request when no script is queued (benchmarks, load).
+        self.default = default
         self._scripts: deque[Script] = deque()
         self._lock = threading.Lock()
         self.requests: list[Request] = []
@@ -129,6 +131,8 @@ class FakeProvider:
         with self._lock:
             if self._scripts:
                 return self._scripts.popleft()
+            if self.default is not None:
+                return self.default
         body = json.dumps({"error": {"message": f"no script queued for {request.path}"}}).encode()
         return Script([body], status=500, content_type="application/json")
 
