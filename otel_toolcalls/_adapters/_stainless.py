@@ -67,6 +67,12 @@ class StainlessSDK:
     helper_closes: Sequence[tuple[str, str, str]] = ()
     # Hook for an SDK that may already trace the request itself (anthropic): returns its span.
     find_sdk_span: Callable[[Any], Any] | None = None
+    # Hook: whether the SDK client traces its requests itself; then a request that fails before any
+    # stream exists gets no inference span from the package (the SDK's own span records it).
+    sdk_traces: Callable[[Any], bool] | None = None
+    # Hook: the provider name for one client, where a client class serves another platform
+    # (anthropic's AnthropicBedrock is `aws.bedrock`); `provider` otherwise.
+    provider_of: Callable[[Any], str | None] | None = None
     _patched: list[tuple[str, str]] = field(default_factory=list)
 
     # -- wiring ------------------------------------------------------------------------------------
@@ -106,11 +112,12 @@ class StainlessSDK:
             adopted = foreign_inference_span(parent)
             if adopted is None and sdk.find_sdk_span is not None:
                 adopted = sdk.find_sdk_span(instance)
-            host, port = _server(getattr(instance, "_client", None))
+            client = getattr(instance, "_client", None)
+            host, port = _server(client)
             state = StreamState(
                 telemetry,
                 RequestInfo(
-                    provider=sdk.provider,
+                    provider=sdk._provider(client),
                     model=model,
                     operation=route.operation,
                     server_address=host,
@@ -168,10 +175,12 @@ class StainlessSDK:
             host, port = _server(instance)
             if foreign_inference_span(found.parent) is not None:
                 return
+            if sdk.sdk_traces is not None and sdk.sdk_traces(instance):
+                return
             StreamState(
                 telemetry,
                 RequestInfo(
-                    sdk.provider, found.model, found.route.operation, host, port, found.start_ns, found.parent
+                    sdk._provider(instance), found.model, found.route.operation, host, port, found.start_ns, found.parent
                 ),
             ).failed(exc)
 
@@ -247,6 +256,11 @@ class StainlessSDK:
             _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
             return
         self._patched.append((module, attr))
+
+    def _provider(self, client: Any) -> str:
+        if self.provider_of is not None and client is not None:
+            return self.provider_of(client) or self.provider
+        return self.provider
 
     def _route(self, options: Any) -> Route | None:
         url = getattr(options, "url", None)
