@@ -5,6 +5,7 @@ for alerting on the aborted-call rate; execution spans linked to their call only
 The telemetry contract (every name emitted) is documented in README.md.
 """
 
+from ._execution import tool_call_context
 from ._instrumentor import ToolCallsInstrumentor
 from ._linking import IncompleteToolCallError, execute_tool, tool_call_outcome
 from .version import __version__
@@ -14,5 +15,6 @@ __all__ = [
     "ToolCallsInstrumentor",
     "__version__",
     "execute_tool",
+    "tool_call_context",
     "tool_call_outcome",
 ]
