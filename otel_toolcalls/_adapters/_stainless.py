@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
 from wrapt import wrap_function_wrapper
 
+from .. import _replay
 from .._core import RequestInfo, StreamState
 from .._stream import (
     Process,
@@ -47,6 +49,8 @@ class Route:
     matches: Callable[[str], bool]
     process: Process
     operation: str = "chat"
+    # The call ids of a request body's input history, for the replayed-aborted-call check (_replay).
+    history_ids: _replay.HistoryIds | None = None
 
 
 @dataclass
@@ -56,6 +60,7 @@ class _Pending:
     route: Route
     model: str | None
     state: StreamState | None = None
+    replayed: _replay.Replayed | None = None
 
 
 @dataclass
@@ -129,6 +134,7 @@ class StainlessSDK:
             )
             if found is not None:
                 found.state = state
+                _replay.record(telemetry, found.replayed, state.span, state.provider, model)
             if response is not None:
                 bind(response, state)
             watch(instance, state)
@@ -151,15 +157,22 @@ class StainlessSDK:
                 return wrap_async(iterator, state, route.process)
             return wrap_sync(iterator, state, route.process)
 
-        def begin(args: Any, kwargs: Any) -> tuple[_Pending | None, Any]:
-            stream = kwargs.get("stream", False)
-            if not stream or not is_instrumentation_enabled():
+        def begin(args: Any, kwargs: Any, instance: Any) -> tuple[_Pending | None, Any]:
+            if not is_instrumentation_enabled():
                 return None, None
             options = kwargs.get("options", args[1] if len(args) > 1 else None)
             route = sdk._route(options)
             if route is None:
                 return None, None
-            found = _Pending(time.time_ns(), otel_context.get_current(), route, _model(options))
+            replayed = _replay.scan(telemetry, route.history_ids, getattr(options, "json_data", None))
+            if not kwargs.get("stream", False):
+                # No inference span of ours for a request that does not stream: the current span.
+                span = trace.get_current_span()
+                _replay.record(telemetry, replayed, span, sdk._provider(instance), _model(options))
+                return None, None
+            found = _Pending(
+                time.time_ns(), otel_context.get_current(), route, _model(options), None, replayed
+            )
             return found, pending.set(found)
 
         def finish(found: _Pending, result: Any) -> None:
@@ -170,23 +183,35 @@ class StainlessSDK:
 
         def fail(found: _Pending, instance: Any, exc: BaseException) -> None:
             # The request failed before any stream existed: the inference span still records it.
-            if found.state is not None or not telemetry.settings.inference_spans:
+            if found.state is not None:
+                return
+            if (
+                not telemetry.settings.inference_spans
+                or foreign_inference_span(found.parent) is not None
+                or (sdk.sdk_traces is not None and sdk.sdk_traces(instance))
+            ):
+                span = trace.get_current_span(found.parent)
+                _replay.record(telemetry, found.replayed, span, sdk._provider(instance), found.model)
                 return
             host, port = _server(instance)
-            if foreign_inference_span(found.parent) is not None:
-                return
-            if sdk.sdk_traces is not None and sdk.sdk_traces(instance):
-                return
-            StreamState(
+            state = StreamState(
                 telemetry,
                 RequestInfo(
-                    sdk._provider(instance), found.model, found.route.operation, host, port, found.start_ns, found.parent
+                    sdk._provider(instance),
+                    found.model,
+                    found.route.operation,
+                    host,
+                    port,
+                    found.start_ns,
+                    found.parent,
                 ),
-            ).failed(exc)
+            )
+            _replay.record(telemetry, found.replayed, state.span, state.provider, found.model)
+            state.failed(exc)
 
         def request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
             try:
-                found, token = begin(args, kwargs)
+                found, token = begin(args, kwargs, instance)
             except Exception:
                 _log.debug("otel_toolcalls: could not read a %s request", sdk.module, exc_info=True)
                 found = token = None
@@ -204,7 +229,7 @@ class StainlessSDK:
 
         async def async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
             try:
-                found, token = begin(args, kwargs)
+                found, token = begin(args, kwargs, instance)
             except Exception:
                 _log.debug("otel_toolcalls: could not read a %s request", sdk.module, exc_info=True)
                 found = token = None

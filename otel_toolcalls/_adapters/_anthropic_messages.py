@@ -1,0 +1,91 @@
+"""Translator for Anthropic Messages stream events (stable and beta): event -> core events.
+
+An event is read by attribute access only, dispatched on ``event.type`` like the SDK's own
+``lib/streaming/_messages.py``. The block key is the content block index; the call id is the block id.
+
+A tool block's own completion event is ``content_block_stop``, but the message-level stop reason
+that follows may still overturn it (``max_tokens`` cut the last block), so a stopped block stays
+pending until ``message_delta`` or the next block settles it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .. import _names as n
+from .._core import StreamState
+
+_log = logging.getLogger(__name__)
+
+TOOL_TYPES = {
+    "tool_use": n.TOOL_TYPE_FUNCTION,
+    # Run by Anthropic itself (web search, code execution) or by a remote MCP server.
+    "server_tool_use": n.TOOL_TYPE_EXTENSION,
+    "mcp_tool_use": n.TOOL_TYPE_EXTENSION,
+}
+
+
+def process_event(state: StreamState, event: Any) -> None:
+    kind = event.type
+    if kind == "content_block_delta":
+        # The hot path, one attribute check per event:
+        # {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"lo"}}
+        delta = event.delta
+        if delta.type == "input_json_delta":
+            state.fragment(event.index, delta.partial_json)
+        return
+    handler = _HANDLERS.get(kind)
+    if handler is not None:
+        handler(state=state, event=event)
+
+
+def _message_start(*, state: StreamState, event: Any) -> None:
+    # {"type":"message_start","message":{"id":"msg_01","model":"claude-sonnet-4-5",...}}
+    message = event.message
+    state.response_id = getattr(message, "id", None)
+    state.response_model = getattr(message, "model", None)
+
+
+def _block_start(*, state: StreamState, event: Any) -> None:
+    # {"type":"content_block_start","index":1,
+    #  "content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}
+    block = event.content_block
+    tool_type = TOOL_TYPES.get(block.type)
+    if tool_type is None:
+        # A text / thinking block: a stopped tool block before it was not the one a limit cut.
+        state.other_block_started()
+        return
+    name = getattr(block, "name", None)
+    if not name:
+        _log.debug("tool block without a name at index %r", event.index)
+        state.other_block_started()
+        return
+    state.block_started(
+        event.index, name=name, call_id=getattr(block, "id", None), index=event.index, tool_type=tool_type
+    )
+
+
+def _block_stop(*, state: StreamState, event: Any) -> None:
+    # {"type":"content_block_stop","index":1}
+    state.block_stopped(event.index)
+
+
+def _message_delta(*, state: StreamState, event: Any) -> None:
+    # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{...}}
+    state.settle(event.delta.stop_reason)
+
+
+def _message_stop(*, state: StreamState, event: Any) -> None:
+    # {"type":"message_stop"}
+    state.final_event()
+
+
+_HANDLERS: dict[str, Callable[..., None]] = {
+    "message_start": _message_start,
+    "content_block_start": _block_start,
+    "content_block_stop": _block_stop,
+    "message_delta": _message_delta,
+    "message_stop": _message_stop,
+}
