@@ -421,6 +421,9 @@ class StreamState:
             self._t.stream_buffered.add(1, attributes)
         if not span.is_recording():
             return
+        if not self._owns_span and self.request.adopted_span is None:
+            # Inference spans off: the current span is the caller's (an agent turn), not this request's.
+            return
         span.set_attribute(n.TOOLCALL_COUNT, self.tool_calls)
         if outcome_reason is None:
             span.set_attribute(n.TOOLCALL_OUTCOME, n.COMPLETED)

@@ -10,6 +10,11 @@ SDK = StainlessSDK(
     module="groq",
     provider="groq",
     routes=[Route(lambda path: path.endswith("/chat/completions"), process_chunk, "chat")],
+    # Leaving `with_streaming_response` closes the APIResponse, never the Stream it parsed.
+    helper_closes=[
+        ("groq._response", "APIResponse.close", "http_response"),
+        ("groq._response", "AsyncAPIResponse.close", "http_response"),
+    ],
 )
 
 

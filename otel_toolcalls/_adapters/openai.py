@@ -18,6 +18,9 @@ SDK = StainlessSDK(
     helper_closes=[
         ("openai.lib.streaming.chat._completions", "ChatCompletionStream.close", "_response"),
         ("openai.lib.streaming.chat._completions", "AsyncChatCompletionStream.close", "_response"),
+        # Leaving `with_streaming_response` closes the APIResponse, never the Stream it parsed.
+        ("openai._response", "APIResponse.close", "http_response"),
+        ("openai._response", "AsyncAPIResponse.close", "http_response"),
     ],
 )
 

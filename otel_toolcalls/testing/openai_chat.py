@@ -122,3 +122,54 @@ WEATHER = ToolCall(
     id="call_weather_1",
     arguments='{"location": "Zürich, Schweiz", "unit": "celsius", "days": 14, "note": "naïve ☀️ check"}',
 )
+
+PARALLEL = [
+    ToolCall(name="get_weather", id="call_par_1", arguments='{"city": "Zürich", "days": 3}'),
+    ToolCall(name="get_time", id="call_par_2", arguments='{"timezone": "Europe/Zurich", "offset": 120}'),
+]
+
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a location.",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    },
+}
+
+
+def request(**overrides: Any) -> dict[str, Any]:
+    """Keyword arguments of a streamed ``chat.completions.create`` call with one tool."""
+    return {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "Weather in Zürich?"}],
+        "tools": [WEATHER_TOOL],
+        "stream": True,
+        **overrides,
+    }
+
+
+def legacy_error(message: str = "The server had an error", error_type: str = "server_error") -> bytes:
+    """The in-stream error payload older OpenAI-compatible servers send instead of a chunk."""
+    return sse({"error": {"message": message, "type": error_type, "code": None}})
+
+
+def raw_script(payloads: Sequence[dict[str, Any] | bytes], *, done: bool = True, **script: Any) -> Script:
+    """A stream of hand-made payloads (dicts become SSE data), one write each: for shapes the
+    builders above do not make (``"arguments": null``, chunks without ``choices``)."""
+    writes = [p if isinstance(p, bytes) else sse(p) for p in payloads]
+    if done:
+        writes.append(sse("[DONE]"))
+    return Script(writes, **script)
+
+
+def arguments_by_index(chunks: Sequence[Any]) -> dict[tuple[int, int], str]:
+    """The argument text the SDK delivered, per (choice, tool-call index): what a consumer joins."""
+    joined: dict[tuple[int, int], str] = {}
+    for chunk_ in chunks:
+        for choice in getattr(chunk_, "choices", None) or ():
+            for call in (choice.delta.tool_calls if choice.delta else None) or ():
+                key = (choice.index, call.index)
+                piece = call.function.arguments if call.function else None
+                joined[key] = joined.get(key, "") + (piece or "")
+    return joined
