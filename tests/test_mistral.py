@@ -1,0 +1,263 @@
+"""mistralai chat.stream() / stream_async() against the fake provider writing Mistral's SSE."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mistralai.client")
+
+from mistralai.client import Mistral
+
+from otel_toolcalls._core import error_type_of
+from otel_toolcalls.testing import FakeProvider, Script
+from otel_toolcalls.testing.mistral import MODEL, tool_call_script
+from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall
+
+MESSAGES = [{"role": "user", "content": "Weather in Zürich, and the time?"}]
+CLOCK = ToolCall(name="get_time", id="D681PevKs", arguments='{"tz": "Europe/Zurich", "offset": -120}')
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeProvider]:
+    # One server and one client for the module: each test queues exactly the scripts it reads.
+    with FakeProvider() as provider:
+        yield provider
+
+
+_clients: dict[int, Mistral] = {}
+
+
+def client(fake: FakeProvider) -> Mistral:
+    if fake.port not in _clients:
+        _clients[fake.port] = Mistral(api_key="x", server_url=fake.base_url)
+    return _clients[fake.port]
+
+
+def size(call: ToolCall) -> int:
+    return len(call.arguments.encode("utf-8"))
+
+
+def assert_completed(span: Any, call: ToolCall, inference: Any) -> None:
+    a = span.attributes
+    assert span.name == f"tool_call {call.name}"
+    assert a["gen_ai.provider.name"] == "mistral_ai"
+    assert a["gen_ai.request.model"] == MODEL
+    assert a["gen_ai.tool.call.id"] == call.id
+    assert a["toolcall.outcome"] == "completed"
+    assert a["toolcall.arguments.deltas"] == len(call.pieces())
+    assert a["toolcall.arguments.size"] == size(call)
+    assert span.status.is_unset
+    assert span.parent.span_id == inference.context.span_id
+
+
+def test_completed_call(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    events = list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    assert events[-1].data.choices[0].finish_reason == "tool_calls"
+    inference = telemetry.one("chat ")
+    (span,) = telemetry.tool_spans()
+    assert_completed(span, WEATHER, inference)
+    assert span.attributes["toolcall.index"] == 0
+    assert inference.attributes["gen_ai.provider.name"] == "mistral_ai"
+    assert inference.attributes["toolcall.outcome"] == "completed"
+    assert inference.attributes["toolcall.count"] == 1
+    assert inference.attributes["server.address"] == "127.0.0.1"
+    assert telemetry.calls_by_outcome() == {("completed", None): 1}
+
+
+def test_parallel_calls_with_repeated_names_and_null_ids(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER, CLOCK]))
+    list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    inference = telemetry.one("chat ")
+    spans = sorted(telemetry.tool_spans(), key=lambda s: s.attributes["toolcall.index"])
+    # The name repeated on every delta and the "null" id of continuation deltas open nothing new.
+    assert [s.name for s in spans] == ["tool_call get_weather", "tool_call get_time"]
+    assert_completed(spans[0], WEATHER, inference)
+    assert_completed(spans[1], CLOCK, inference)
+    assert telemetry.calls_by_outcome() == {("completed", None): 2}
+
+
+def test_whole_calls_side_by_side_without_index(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER, CLOCK], whole=True))
+    list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    spans = {s.attributes["gen_ai.tool.call.id"]: s for s in telemetry.tool_spans()}
+    assert set(spans) == {WEATHER.id, CLOCK.id}
+    for call in (WEATHER, CLOCK):
+        a = spans[call.id].attributes
+        assert a["toolcall.outcome"] == "completed"
+        assert a["toolcall.arguments.deltas"] == 1
+        assert a["toolcall.arguments.size"] == size(call)
+    assert spans[CLOCK.id].attributes["toolcall.index"] == 1
+
+
+def test_no_id_at_all_is_recorded_without_one(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    anonymous = ToolCall(name="lookup", id=None, arguments='{"q": "naïve"}')
+    fake.enqueue(tool_call_script([anonymous]))
+    list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    (span,) = telemetry.tool_spans()
+    assert "gen_ai.tool.call.id" not in span.attributes
+    assert span.attributes["toolcall.outcome"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "abort_reason", "error_type"),
+    [
+        ("length", "truncated", "truncated"),
+        ("model_length", "truncated", "truncated"),
+        ("error", "stream_error", "error"),
+    ],
+)
+def test_finish_reasons_that_abort(
+    instrument: Any,
+    telemetry: Any,
+    fake: FakeProvider,
+    finish_reason: str,
+    abort_reason: str,
+    error_type: str,
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER], finish_reason=finish_reason))
+    list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.outcome"] == "aborted"
+    assert span.attributes["toolcall.abort_reason"] == abort_reason
+    assert span.attributes["error.type"] == error_type
+    assert span.status.is_ok is False and not span.status.is_unset
+    assert telemetry.one("chat ").attributes["toolcall.abort_reason"] == abort_reason
+    assert telemetry.calls_by_outcome() == {("aborted", abort_reason): 1}
+
+
+def test_connection_cut_mid_arguments(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER, CLOCK], cut_after=6))
+    seen = 0
+    with pytest.raises(Exception) as raised:
+        for _ in client(fake).chat.stream(model=MODEL, messages=MESSAGES):
+            seen += 1
+    assert seen == 6
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "stream_error"
+    assert span.attributes["error.type"] == error_type_of(raised.value)
+    # Events 0 (role) and 1 (block start, empty arguments) carry no fragment.
+    assert span.attributes["toolcall.arguments.deltas"] == 4
+    assert span.attributes["toolcall.arguments.size"] == len("".join(WEATHER.pieces()[:4]).encode())
+    inference = telemetry.one("chat ")
+    assert inference.attributes["error.type"] == error_type_of(raised.value)
+    assert inference.attributes["gen_ai.response.finish_reasons"] == ("error",)
+
+
+def test_stream_ending_without_finish_reason_is_incomplete(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER], finish_reason=None))
+    list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "incomplete"
+
+
+def test_close_mid_arguments(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    stream = client(fake).chat.stream(model=MODEL, messages=MESSAGES)
+    for _ in range(4):
+        next(stream)
+    stream.close()
+    assert list(stream) == []
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "closed"
+    assert span.attributes["toolcall.arguments.deltas"] == 2
+    assert telemetry.one("chat ").attributes["toolcall.abort_reason"] == "closed"
+
+
+def test_break_out_of_with_block_is_closed(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    with client(fake).chat.stream(model=MODEL, messages=MESSAGES) as stream:
+        for i, _ in enumerate(stream):
+            if i == 3:
+                break
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "closed"
+
+
+def test_garbage_collected_stream_is_abandoned(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    stream = client(fake).chat.stream(model=MODEL, messages=MESSAGES)
+    for _ in range(3):
+        next(stream)
+    del stream
+    gc.collect()
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "abandoned"
+    assert telemetry.calls_by_outcome() == {("aborted", "abandoned"): 1}
+
+
+def test_request_failure_is_recorded_and_raised_unchanged(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(Script([b'{"message": "bad key"}'], status=401, content_type="application/json"))
+    with pytest.raises(Exception) as raised:
+        client(fake).chat.stream(model=MODEL, messages=MESSAGES)
+    inference = telemetry.one("chat ")
+    assert inference.attributes["error.type"] == error_type_of(raised.value)
+    assert telemetry.tool_spans() == []
+
+
+async def test_async_completed(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER, CLOCK]))
+    stream = await client(fake).chat.stream_async(model=MODEL, messages=MESSAGES)
+    async with stream:
+        events = [event async for event in stream]
+    assert events[-1].data.choices[0].finish_reason == "tool_calls"
+    inference = telemetry.one("chat ")
+    spans = sorted(telemetry.tool_spans(), key=lambda s: s.attributes["toolcall.index"])
+    assert_completed(spans[0], WEATHER, inference)
+    assert_completed(spans[1], CLOCK, inference)
+
+
+async def test_async_close_mid_arguments(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    stream = await client(fake).chat.stream_async(model=MODEL, messages=MESSAGES)
+    for _ in range(3):
+        await stream.__anext__()
+    await stream.close()
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "closed"
+
+
+async def test_async_cancellation_while_waiting_for_a_chunk(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER], pace=0.05))
+    started = asyncio.Event()
+
+    async def consume() -> None:
+        stream = await client(fake).chat.stream_async(model=MODEL, messages=MESSAGES)
+        async for event in stream:
+            if event.data.choices[0].delta.tool_calls:
+                started.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "cancelled"
+    assert telemetry.one("chat ").attributes["toolcall.abort_reason"] == "cancelled"
+
+
+def test_what_the_sdk_yields_is_unchanged(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    def run() -> list[Any]:
+        fake.enqueue(tool_call_script([WEATHER, CLOCK]))
+        stream = client(fake).chat.stream(model=MODEL, messages=MESSAGES)
+        return [type(stream), *(event.model_dump() for event in stream)]
+
+    traced = run()
+    instrument().uninstrument()
+    bare = run()
+    assert traced == bare
+    assert len(telemetry.tool_spans()) == 2
