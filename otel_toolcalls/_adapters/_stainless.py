@@ -78,6 +78,10 @@ class StainlessSDK:
     # Hook: the provider name for one client, where a client class serves another platform
     # (anthropic's AnthropicBedrock is `aws.bedrock`); `provider` otherwise.
     provider_of: Callable[[Any], str | None] | None = None
+    # Watch the stream object for garbage collection. Off where ``__stream__`` runs on a private
+    # copy (anthropic): the copy dies with the SDK's generator, even when the stream ended normally;
+    # dropping the user's object closes the wrapping generator instead, which reports `abandoned`.
+    watch_streams: bool = True
     _patched: list[tuple[str, str]] = field(default_factory=list)
 
     # -- wiring ------------------------------------------------------------------------------------
@@ -137,7 +141,8 @@ class StainlessSDK:
                 _replay.record(telemetry, found.replayed, state.span, state.provider, model)
             if response is not None:
                 bind(response, state)
-            watch(instance, state)
+            if sdk.watch_streams:
+                watch(instance, state)
             install_exit_hook()
             return state, route
 

@@ -5,6 +5,7 @@ One set of patches for the SDK (see ``_stainless``); the request path picks the 
 
 from __future__ import annotations
 
+from .._replay import openai_chat_ids
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk as chat_chunk
 from ._stainless import Route, StainlessSDK
@@ -13,7 +14,7 @@ SDK = StainlessSDK(
     module="openai",
     provider="openai",
     routes=[
-        Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat"),
+        Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
     ],
     helper_closes=[
         ("openai.lib.streaming.chat._completions", "ChatCompletionStream.close", "_response"),

@@ -1,0 +1,230 @@
+"""Replayed aborted calls (TELEMETRY.md section 7): an agent loop that keeps an aborted call's turn
+and sends the next request is flagged; one that rolls back to the last complete turn is not."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from opentelemetry import trace
+
+from otel_toolcalls._adapters import openai as openai_adapter
+from otel_toolcalls._replay import anthropic_ids, bedrock_ids, openai_chat_ids, openai_responses_ids
+from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls.testing import Script
+from otel_toolcalls.testing.openai_chat import WEATHER, events_for, script_for, tool_call_script
+
+USER = {"role": "user", "content": "weather in Zürich?"}
+
+
+def _client(fake: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+
+
+def _answer() -> Any:
+    return script_for(events_for([], text="Sunny.", finish_reason="stop"))
+
+
+def _stream_cut_mid_arguments(client: openai.OpenAI) -> None:
+    stream = client.chat.completions.create(model="gpt-4o-mini", messages=[USER], stream=True)
+    with pytest.raises((httpx.HTTPError, openai.APIError)):
+        for _ in stream:
+            pass
+
+
+def _kept_turn(arguments: str = '{"location": "Zü') -> list[dict[str, Any]]:
+    # The wrong loop: it persisted the partial call and answered it.
+    call = {"id": WEATHER.id, "type": "function", "function": {"name": WEATHER.name, "arguments": arguments}}
+    return [
+        USER,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": WEATHER.id, "content": "sunny"},
+    ]
+
+
+def _inference_spans(telemetry: Any) -> list[Any]:
+    return [s for s in telemetry.spans() if s.name.startswith("chat ")]
+
+
+def _replayed_points(telemetry: Any) -> list[Any]:
+    return telemetry.points("toolcall.replayed_aborted")
+
+
+def test_kept_aborted_turn_is_flagged(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([WEATHER], cut_after=3), _answer())
+    client = _client(fake)
+    _stream_cut_mid_arguments(client)
+    assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
+
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn(), stream=True):
+        pass
+    first, second = _inference_spans(telemetry)
+    assert "toolcall.replayed_aborted" not in first.attributes
+    assert second.attributes["toolcall.replayed_aborted"] == 1
+    (event,) = second.events  # one per distinct id: the id appears twice in the history
+    assert event.name == "toolcall.replayed_aborted"
+    assert event.attributes["gen_ai.tool.call.id"] == WEATHER.id
+    assert event.attributes["gen_ai.tool.name"] == "get_weather"
+    assert event.attributes["toolcall.abort_reason"] == "stream_error"
+    (point,) = _replayed_points(telemetry)
+    assert point.value == 1
+    assert point.attributes["gen_ai.provider.name"] == "openai"
+    assert point.attributes["gen_ai.request.model"] == "gpt-4o-mini"
+    assert point.attributes["gen_ai.tool.name"] == "get_weather"
+
+
+def test_rolled_back_loop_is_not_flagged(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([WEATHER], cut_after=3), tool_call_script([WEATHER]))
+    client = _client(fake)
+    _stream_cut_mid_arguments(client)
+    # The right loop: back to the last complete turn, the same request again.
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[USER], stream=True):
+        pass
+    assert all("toolcall.replayed_aborted" not in s.attributes for s in _inference_spans(telemetry))
+    assert all(not s.events for s in _inference_spans(telemetry))
+    assert _replayed_points(telemetry) == []
+
+
+def test_completed_history_is_not_flagged(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([WEATHER]), _answer())
+    client = _client(fake)
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[USER], stream=True):
+        pass
+    for _ in client.chat.completions.create(
+        model="gpt-4o-mini", messages=_kept_turn(WEATHER.arguments), stream=True
+    ):
+        pass
+    assert _replayed_points(telemetry) == []
+    assert all(not s.events for s in _inference_spans(telemetry))
+
+
+def test_no_scan_while_nothing_aborted_is_remembered(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scans: list[Any] = []
+    route = openai_adapter.SDK.routes[0]
+    original = route.history_ids
+    assert original is not None
+
+    def counting(body: Any) -> Any:
+        scans.append(body)
+        return original(body)
+
+    monkeypatch.setattr(route, "history_ids", counting)
+    fake.enqueue(tool_call_script([WEATHER]), _answer(), tool_call_script([WEATHER], cut_after=3), _answer())
+    client = _client(fake)
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[USER], stream=True):
+        pass
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn(), stream=True):
+        pass
+    assert scans == []
+    _stream_cut_mid_arguments(client)
+    assert REGISTRY.aborted_count == 1
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn(), stream=True):
+        pass
+    assert len(scans) == 1  # once per request
+
+
+def test_non_streamed_request_is_counted_on_the_current_span(
+    instrument: Any, telemetry: Any, fake: Any
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER], cut_after=3))
+    body = json.dumps(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+            ],
+        }
+    ).encode()
+    fake.enqueue(Script([body], content_type="application/json"))
+    client = _client(fake)
+    _stream_cut_mid_arguments(client)
+    tracer = telemetry.tracer_provider.get_tracer("agent")
+    with tracer.start_as_current_span("agent turn"):
+        client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn())
+    agent = telemetry.one("agent turn")
+    assert agent.attributes["toolcall.replayed_aborted"] == 1
+    assert [e.name for e in agent.events] == ["toolcall.replayed_aborted"]
+    assert sum(p.value for p in _replayed_points(telemetry)) == 1
+
+
+def test_inference_spans_off_records_on_the_current_span(instrument: Any, telemetry: Any, fake: Any) -> None:
+    instrument(inference_spans=False)
+    fake.enqueue(tool_call_script([WEATHER], cut_after=3), _answer())
+    client = _client(fake)
+    _stream_cut_mid_arguments(client)
+    tracer = telemetry.tracer_provider.get_tracer("agent")
+    with tracer.start_as_current_span("agent turn"):
+        for _ in client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn(), stream=True):
+            pass
+    agent = telemetry.one("agent turn")
+    assert agent.attributes["toolcall.replayed_aborted"] == 1
+    assert _inference_spans(telemetry) == []
+    assert sum(p.value for p in _replayed_points(telemetry)) == 1
+    assert trace.get_current_span().is_recording() is False
+
+
+# -- the id readers, per provider API: ids only, repeats kept, anything else ignored ---------------
+
+
+def test_openai_chat_ids_read_assistant_calls_and_tool_results() -> None:
+    body = {"messages": [*_kept_turn(), {"role": "user", "content": "tool_call_id"}]}
+    assert list(openai_chat_ids(body)) == [WEATHER.id, WEATHER.id]
+
+
+def test_openai_chat_ids_read_sdk_message_objects() -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    message = ChatCompletionMessage.model_validate(_kept_turn()[1])
+    assert list(openai_chat_ids({"messages": [USER, message]})) == [WEATHER.id]
+
+
+def test_responses_ids() -> None:
+    body = {
+        "input": [
+            {"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "call_a", "name": "f", "arguments": "{"},
+            {"type": "function_call_output", "call_id": "call_a", "output": "x"},
+            {"type": "message", "id": "msg_1", "content": []},
+        ]
+    }
+    assert list(openai_responses_ids(body)) == ["call_a", "call_a"]
+    assert list(openai_responses_ids({"input": "just text"})) == []
+
+
+def test_anthropic_ids() -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "x"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]},
+        ]
+    }
+    assert list(anthropic_ids(body)) == ["toolu_1", "toolu_1"]
+
+
+def test_bedrock_ids() -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": [{"text": "hi"}]},
+            {
+                "role": "assistant",
+                "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "f", "input": {}}}],
+            },
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_1", "content": []}}]},
+        ]
+    }
+    assert list(bedrock_ids(body)) == ["tooluse_1", "tooluse_1"]
