@@ -64,7 +64,11 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     ),
     N.METRIC_ARGUMENTS_SIZE: ("histogram", "By", (*_PMT, N.TOOLCALL_OUTCOME)),
     N.METRIC_ARGUMENTS_DELTAS: ("histogram", "{delta}", (*_PMT, N.TOOLCALL_OUTCOME)),
-    N.METRIC_EXECUTE_TOOL_DURATION: ("histogram", "s", (N.GEN_AI_TOOL_NAME, N.TOOLCALL_OUTCOME, N.ERROR_TYPE)),
+    N.METRIC_EXECUTE_TOOL_DURATION: (
+        "histogram",
+        "s",
+        (N.GEN_AI_TOOL_NAME, N.TOOLCALL_OUTCOME, N.ERROR_TYPE),
+    ),
     N.METRIC_TIME_TO_FIRST_CHUNK: ("histogram", "s", _PM),
     N.METRIC_REPLAYED_ABORTED: ("counter", "{call}", _PMT),
     N.METRIC_STREAM_BUFFERED: ("counter", "{stream}", _PM),
@@ -142,7 +146,9 @@ _MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]
 _TOKEN = re.compile(r"\d+(\.\d+)?([eE][-+]?\d+)?|[a-zA-Z_:][a-zA-Z0-9_:]*|.", re.S)
 
 
-def parse_promql(expr: str) -> tuple[list[tuple[str | None, list[tuple[str, str, str]]]], list[str], list[str]]:
+def parse_promql(
+    expr: str,
+) -> tuple[list[tuple[str | None, list[tuple[str, str, str]]]], list[str], list[str]]:
     """-> (selectors as (metric or None, [(label, op, value)]), metric names, grouping labels)."""
     selectors: list[tuple[str | None, list[tuple[str, str, str]]]] = []
     grouping: list[str] = []
@@ -218,7 +224,9 @@ def test_the_promql_reader_catches_unknown_names() -> None:
     assert promql_problems(
         "sum by (gen_ai_tool_name) (rate(gen_ai_client_inference_time_to_first_chunk_seconds_count[5m]))",
         PROM_METRICS,
-    ) == ["grouping label gen_ai_tool_name not on ['gen_ai_client_inference_time_to_first_chunk_seconds_count']"]
+    ) == [
+        "grouping label gen_ai_tool_name not on ['gen_ai_client_inference_time_to_first_chunk_seconds_count']"
+    ]
 
 
 # --------------------------------------------------------------------------- collector configurations
@@ -289,7 +297,9 @@ def test_traces_go_to_jaeger_and_tempo_with_the_otlp_grpc_exporter_names(name: s
     text = (CC / name).read_text()
     assert {"otlp_grpc/jaeger", "otlp_grpc/tempo"} <= set(conf["exporters"])
     assert "v0.144" in text and "`otlp`" in text  # the older name is documented where it matters
-    sampled = [p for p in conf["service"]["pipelines"].values() if "tail_sampling" in (p.get("processors") or [])]
+    sampled = [
+        p for p in conf["service"]["pipelines"].values() if "tail_sampling" in (p.get("processors") or [])
+    ]
     assert len(sampled) == 1
     assert set(sampled[0]["exporters"]) == {"otlp_grpc/jaeger", "otlp_grpc/tempo"}
 
@@ -317,7 +327,9 @@ def test_spanmetrics_sees_every_span_and_records_the_package_dimensions_in_secon
             samplers = [p for p in pipeline.get("processors") or [] if "sampl" in p]
             assert not samplers, f"{pipeline_id} samples before spanmetrics: rates would be wrong"
     # Its metrics leave through the prometheus exporter, together with the app's OTLP metrics.
-    metrics = [p for p in conf["service"]["pipelines"].values() if "spanmetrics" in (p.get("receivers") or [])]
+    metrics = [
+        p for p in conf["service"]["pipelines"].values() if "spanmetrics" in (p.get("receivers") or [])
+    ]
     assert metrics and all("prometheus" in p["exporters"] and "otlp" in p["receivers"] for p in metrics)
 
 
@@ -348,7 +360,14 @@ def test_tail_sampling_keeps_aborted_calls_and_errors_plus_a_baseline(name: str)
     assert any(p["type"] == "status_code" and "ERROR" in p["status_code"]["status_codes"] for p in policies)
     baseline = [p for p in policies if p["type"] == "probabilistic"]
     assert baseline and 0 < baseline[0]["probabilistic"]["sampling_percentage"] < 100
-    assert kinds <= {"string_attribute", "status_code", "probabilistic", "numeric_attribute", "and", "composite"}
+    assert kinds <= {
+        "string_attribute",
+        "status_code",
+        "probabilistic",
+        "numeric_attribute",
+        "and",
+        "composite",
+    }
     for policy in policies:
         for kind in ("string_attribute", "numeric_attribute", "boolean_attribute"):
             if kind in policy:
@@ -362,7 +381,12 @@ def test_agents_route_spans_by_trace_id_to_the_gateways() -> None:
     lb = agent["exporters"]["loadbalancing"]
     assert lb["routing_key"] == "traceID"
     assert "otlp" in lb["protocol"]
-    assert len(lb["resolver"]) == 1 and next(iter(lb["resolver"])) in {"dns", "static", "k8s", "aws_cloud_map"}
+    assert len(lb["resolver"]) == 1 and next(iter(lb["resolver"])) in {
+        "dns",
+        "static",
+        "k8s",
+        "aws_cloud_map",
+    }
     traces = [p for i, p in agent["service"]["pipelines"].items() if component_type(i) == "traces"]
     assert traces and all(p["exporters"] == ["loadbalancing"] for p in traces)
     # Agents never sample: a trace's spans are spread over agents; the gateway decides.
@@ -391,7 +415,7 @@ def metrics_for(file: str) -> dict[str, set[str]]:
     recorded: dict[str, set[str]] = {}
     for rule in rules(file):
         if "record" in rule:
-            _, names, grouping = parse_promql(rule["expr"])
+            _, _, grouping = parse_promql(rule["expr"])
             recorded[rule["record"]] = set(grouping)
     return {**base, **recorded}
 
@@ -416,13 +440,17 @@ def test_every_alert_has_a_window_a_severity_and_a_runbook_section(file: str) ->
         notes = alert["annotations"]
         assert notes["summary"].strip() and notes["description"].strip()
         url = notes["runbook_url"]
-        assert url.startswith("https://github.com/otel-toolcalls/otel-toolcalls/blob/main/docs/observability.md#")
+        assert url.startswith(
+            "https://github.com/otel-toolcalls/otel-toolcalls/blob/main/docs/observability.md#"
+        )
         anchor = url.rsplit("#", 1)[1]
         assert anchor in anchors, f"{alert['alert']}: no heading for #{anchor} in docs/observability.md"
         assert anchor == alert["alert"].lower()
         for ref in re.findall(r"\$labels\.([a-zA-Z_]+)", notes["summary"] + notes["description"]):
             _, _, grouping = parse_promql(alert["expr"])
-            assert ref in grouping, f"{alert['alert']} annotation uses $labels.{ref}, not kept by the expression"
+            assert ref in grouping, (
+                f"{alert['alert']} annotation uses $labels.{ref}, not kept by the expression"
+            )
 
 
 def test_truncation_is_lower_severity_than_aborts_and_stream_errors() -> None:
@@ -463,7 +491,10 @@ def test_spanmetrics_rules_count_tool_call_spans_only() -> None:
                 assert ("span_kind", "=", "SPAN_KIND_CLIENT") in matchers
                 continue
             span = [m for m in matchers if m[0] == "span_name"]
-            assert span == [("span_name", "=~", prefix + ".+")], (rule.get("record") or rule.get("alert"), matchers)
+            assert span == [("span_name", "=~", prefix + ".+")], (
+                rule.get("record") or rule.get("alert"),
+                matchers,
+            )
 
 
 def test_compose_prometheus_loads_one_rule_variant_only() -> None:
@@ -562,7 +593,9 @@ def test_the_services_point_at_each_other() -> None:
     exporter_port = _host_port(conf["exporters"]["prometheus"]["endpoint"])[1]
     assert ("otelcol", exporter_port) in [_host_port(t) for t in targets]
     # Grafana's data sources are the compose services.
-    sources = yaml.safe_load((CC / "grafana/provisioning/datasources/datasources.yaml").read_text())["datasources"]
+    sources = yaml.safe_load((CC / "grafana/provisioning/datasources/datasources.yaml").read_text())[
+        "datasources"
+    ]
     by_type = {s["type"]: s for s in sources}
     assert set(by_type) >= {"prometheus", "tempo", "jaeger"}
     assert _host_port(by_type["prometheus"]["url"]) == ("prometheus", 9090)
@@ -615,7 +648,9 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
         "gen_ai_client_inference_time_to_first_chunk_seconds_bucket",
     ):
         assert needle in exprs, needle
-    sources = yaml.safe_load((CC / "grafana/provisioning/datasources/datasources.yaml").read_text())["datasources"]
+    sources = yaml.safe_load((CC / "grafana/provisioning/datasources/datasources.yaml").read_text())[
+        "datasources"
+    ]
     uids = {s["uid"] for s in sources}
     for panel in all_panels(board["panels"]):
         if "datasource" in panel:

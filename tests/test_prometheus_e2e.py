@@ -84,8 +84,10 @@ def short_window_rules(text: str) -> str:
 def test_the_short_window_copy_keeps_the_rules_but_their_windows() -> None:
     original = yaml.safe_load(RULES.read_text())["groups"][0]["rules"]
     short = yaml.safe_load(short_window_rules(RULES.read_text()))["groups"][0]["rules"]
-    assert [r.get("alert") or r.get("record") for r in short] == [r.get("alert") or r.get("record") for r in original]
-    for before, after in zip(original, short):
+    assert [r.get("alert") or r.get("record") for r in short] == [
+        r.get("alert") or r.get("record") for r in original
+    ]
+    for before, after in zip(original, short, strict=True):
         assert not re.search(r"\[\d+m\]|offset \d+m", after["expr"])
         strip = lambda e: re.sub(r"\[\d+[smh]\]|offset \d+[smh]", "", e)  # noqa: E731
         assert strip(before["expr"]) == strip(after["expr"])
@@ -255,10 +257,12 @@ def prometheus_server(target_port: int, tmp_path: Path) -> Iterator[Prometheus]:
         deadline = time.monotonic() + 20
         while True:
             assert process.poll() is None, "prometheus exited:\n" + log.read_text()[-3000:]
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(server.url + "/-/ready", timeout=1) as response:
-                    if response.status == 200:
-                        break
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(server.url + "/-/ready", timeout=1) as response,
+            ):
+                if response.status == 200:
+                    break
             assert time.monotonic() < deadline, "prometheus not ready in 20 s:\n" + log.read_text()[-3000:]
             time.sleep(0.1)
         yield server
@@ -327,8 +331,10 @@ def test_healthy_traffic_stays_silent_on_a_real_prometheus(tmp_path: Path) -> No
     with instrumented_app(HEALTHY) as app, prometheus_server(app.port, tmp_path) as prom:
         # Enough traffic to pass every guard, and an aborted ratio that is measured, not absent.
         wait_for(
-            lambda: (prom.value("toolcall:calls:rate5m") or 0) >= 1
-            and (prom.value("toolcall:aborted:ratio_rate5m") or 0) > 0,
+            lambda: (
+                (prom.value("toolcall:calls:rate5m") or 0) >= 1
+                and (prom.value("toolcall:aborted:ratio_rate5m") or 0) > 0
+            ),
             30,
             "traffic above the guard with some aborted calls",
             app,

@@ -82,7 +82,9 @@ def test_every_alert_has_fire_before_window_below_threshold_and_guard_cases(test
     spec = yaml.safe_load(test_file.read_text())
     rule_file = (test_file.parent / spec["rule_files"][0]).resolve()
     for name, rule in alerts(rule_file).items():
-        cases = [t for t in spec["tests"] if any(a["alertname"] == name for a in t.get("alert_rule_test", []))]
+        cases = [
+            t for t in spec["tests"] if any(a["alertname"] == name for a in t.get("alert_rule_test", []))
+        ]
         fires_after_window = silent_before_window = silent_below = silent_guard = False
         for case in cases:
             checks = [a for a in case["alert_rule_test"] if a["alertname"] == name]
@@ -118,7 +120,9 @@ def mutate(text: str, kind: str) -> str:
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("kind", ["no for window", "no traffic guard", "thresholds x10", "outcome label renamed"])
+@pytest.mark.parametrize(
+    "kind", ["no for window", "no traffic guard", "thresholds x10", "outcome label renamed"]
+)
 @pytest.mark.parametrize("test_file", TEST_FILES, ids=lambda p: p.name)
 def test_a_broken_rule_file_fails_the_unit_tests(test_file: Path, kind: str, tmp_path: Path) -> None:
     spec = yaml.safe_load(test_file.read_text())
