@@ -228,3 +228,45 @@ def test_bedrock_ids() -> None:
         ]
     }
     assert list(bedrock_ids(body)) == ["tooluse_1", "tooluse_1"]
+
+
+# -- Anthropic Messages ----------------------------------------------------------------------------
+
+
+def _anthropic_turn(kept: bool) -> list[dict[str, Any]]:
+    from otel_toolcalls.testing.anthropic import WEATHER as TOOL_USE
+
+    user = {"role": "user", "content": "weather in Zürich?"}
+    if not kept:
+        return [user]
+    use = {"type": "tool_use", "id": TOOL_USE.id, "name": TOOL_USE.name, "input": {"location": "Zü"}}
+    result = {"type": "tool_result", "tool_use_id": TOOL_USE.id, "content": "sunny"}
+    return [user, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_anthropic_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    from otel_toolcalls.testing.anthropic import WEATHER as TOOL_USE
+    from otel_toolcalls.testing.anthropic import Text, tool_use_script
+
+    # The token limit cuts the tool block: the call is aborted (truncated).
+    fake.enqueue(tool_use_script([TOOL_USE], stop_reason="max_tokens"))
+    fake.enqueue(tool_use_script([Text("Sunny.")], stop_reason="end_turn"))
+    client = anthropic.Anthropic(base_url=fake.base_url, api_key="sk-fake", max_retries=0)
+    for messages in (_anthropic_turn(False), _anthropic_turn(kept)):
+        with client.messages.stream(model="claude-sonnet-4-6", max_tokens=64, messages=messages) as stream:
+            for _ in stream:
+                pass
+    assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
+    second = [s for s in telemetry.spans() if s.name.startswith("chat ")][-1]
+    points = _replayed_points(telemetry)
+    if kept:
+        assert second.attributes["toolcall.replayed_aborted"] == 1
+        (event,) = second.events
+        assert event.attributes["gen_ai.tool.call.id"] == TOOL_USE.id
+        assert event.attributes["toolcall.abort_reason"] == "truncated"
+        assert [(p.value, p.attributes["gen_ai.provider.name"]) for p in points] == [(1, "anthropic")]
+    else:
+        assert "toolcall.replayed_aborted" not in second.attributes
+        assert points == []

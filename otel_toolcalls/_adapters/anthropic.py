@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .._replay import anthropic_ids
 from .._telemetry import Telemetry
 from ._anthropic_messages import process_event
 from ._stainless import Route, StainlessSDK
@@ -61,7 +62,7 @@ def _provider_of(client: Any) -> str | None:
 SDK = StainlessSDK(
     module="anthropic",
     provider="anthropic",
-    routes=[Route(_is_messages, process_event, "chat")],
+    routes=[Route(_is_messages, process_event, "chat", anthropic_ids)],
     find_sdk_span=_sdk_span,
     sdk_traces=_sdk_traces,
     provider_of=_provider_of,
