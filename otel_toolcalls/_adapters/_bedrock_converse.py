@@ -1,0 +1,79 @@
+"""Translator for Bedrock ConverseStream events (botocore's parsed dicts) -> core events.
+
+Each parsed event is a one-key dict named after its ``:event-type``. Only the keys that decide a
+call's state are read; the argument fragment is counted, never parsed or joined. Keys are the
+``contentBlockIndex``: it is unique per block within one response.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .. import _names as n
+from .._core import StreamState
+
+_log = logging.getLogger(__name__)
+
+
+def process_event(state: StreamState, event: Any) -> None:
+    # The hot event first: one dict lookup decides most events.
+    body = event.get("contentBlockDelta")
+    if body is not None:
+        _block_delta(state, body=body)
+        return
+    body = event.get("contentBlockStart")
+    if body is not None:
+        _block_start(state, body=body)
+        return
+    body = event.get("contentBlockStop")
+    if body is not None:
+        # {"contentBlockStop":{"contentBlockIndex":0}}
+        state.block_stopped(body.get("contentBlockIndex"))
+        return
+    body = event.get("messageStop")
+    if body is not None:
+        _message_stop(state, body=body)
+    # messageStart and metadata carry nothing that decides a call.
+
+
+def _block_delta(state: StreamState, *, body: Any) -> None:
+    tool_use = body["delta"].get("toolUse")
+    if tool_use is not None:
+        # {"contentBlockDelta":{"delta":{"toolUse":{"input":"{\"loc"}},"contentBlockIndex":0}}
+        state.fragment(body.get("contentBlockIndex"), tool_use.get("input"))
+        return
+    # {"contentBlockDelta":{"delta":{"text":"Let me"},"contentBlockIndex":1}}: text and reasoning
+    # blocks open with their first delta; a block starting after a stopped tool block means the
+    # token limit did not cut that one.
+    state.other_block_started()
+
+
+def _block_start(state: StreamState, *, body: Any) -> None:
+    tool_use = body["start"].get("toolUse")
+    if tool_use is None:
+        # {"contentBlockStart":{"start":{"image":{...}},"contentBlockIndex":2}}
+        state.other_block_started()
+        return
+    # {"contentBlockStart":{"start":{"toolUse":{"toolUseId":"t_1","name":"f"}},"contentBlockIndex":0}}
+    index = body.get("contentBlockIndex")
+    name = tool_use.get("name")
+    if not name:
+        _log.debug("Bedrock toolUse block without a name at index %r: no span", index)
+        return
+    state.block_started(
+        index,
+        name=name,
+        call_id=tool_use.get("toolUseId") or None,
+        index=index,
+        tool_type=n.TOOL_TYPE_EXTENSION
+        if tool_use.get("type") == "server_tool_use"
+        else n.TOOL_TYPE_FUNCTION,
+    )
+
+
+def _message_stop(state: StreamState, *, body: Any) -> None:
+    # {"messageStop":{"stopReason":"max_tokens"}}: max_tokens / model_context_window_exceeded
+    # truncate, guardrail_intervened / content_filtered filter, malformed_* are malformed.
+    state.settle(body.get("stopReason"))
+    state.final_event()
