@@ -66,6 +66,7 @@ SDK = StainlessSDK(
     find_sdk_span=_sdk_span,
     sdk_traces=_sdk_traces,
     provider_of=_provider_of,
+    watch_streams=False,
 )
 
 

@@ -1,0 +1,448 @@
+"""The real anthropic SDK (sync) against the FakeProvider: every outcome and reason of Messages streams,
+the helpers, the beta twins, the SDK's own tracing, and behaviour with and without instrumentation."""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
+
+from otel_toolcalls import _names as n
+from otel_toolcalls.testing import FakeProvider, Script
+from otel_toolcalls.testing import anthropic as wire
+from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text, ToolUse
+
+LOOKUP = ToolUse(name="lookup", id="toolu_lookup_02", arguments='{"q": "größe", "n": 12345}')
+MESSAGES = [{"role": "user", "content": "weather?"}]
+
+
+@pytest.fixture(scope="module")
+def shared_fake() -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture
+def fake(shared_fake: FakeProvider) -> FakeProvider:
+    # One server for the module: stopping one costs half a second (its accept loop's poll).
+    shared_fake._scripts.clear()
+    shared_fake.requests.clear()
+    return shared_fake
+
+
+def client(fake: FakeProvider, **options: Any) -> anthropic.Anthropic:
+    options.setdefault("open_telemetry", False)
+    return anthropic.Anthropic(api_key="test-key", base_url=fake.base_url, max_retries=0, **options)
+
+
+def create(c: Any, **kwargs: Any) -> Any:
+    return c.messages.create(model=MODEL, max_tokens=1024, messages=MESSAGES, stream=True, **kwargs)
+
+
+def stream(c: Any) -> Any:
+    return c.messages.stream(model=MODEL, max_tokens=1024, messages=MESSAGES)
+
+
+def assert_call(
+    span: ReadableSpan,
+    *,
+    reason: str | None,
+    delivered: str | None,
+    error_type: str | None = None,
+    tool_type: str = "function",
+    provider: str = "anthropic",
+) -> None:
+    attrs = span.attributes or {}
+    assert span.kind is SpanKind.INTERNAL
+    assert attrs[n.GEN_AI_PROVIDER_NAME] == provider
+    assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
+    assert attrs[n.GEN_AI_TOOL_TYPE] == tool_type
+    if delivered:
+        assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(delivered.encode("utf-8"))
+    else:
+        assert n.TOOLCALL_ARGUMENTS_SIZE not in attrs
+        assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
+    if reason is None:
+        assert attrs[n.TOOLCALL_OUTCOME] == "completed"
+        assert n.TOOLCALL_ABORT_REASON not in attrs and n.ERROR_TYPE not in attrs
+        assert span.status.status_code is StatusCode.UNSET
+    else:
+        assert attrs[n.TOOLCALL_OUTCOME] == "aborted"
+        assert attrs[n.TOOLCALL_ABORT_REASON] == reason
+        assert attrs[n.ERROR_TYPE] == (error_type or reason)
+        assert span.status.status_code is StatusCode.ERROR
+
+
+def by_name(telemetry: Any) -> dict[str, ReadableSpan]:
+    return {s.attributes[n.GEN_AI_TOOL_NAME]: s for s in telemetry.tool_spans()}
+
+
+def inference(telemetry: Any) -> ReadableSpan:
+    span = telemetry.one("chat ")
+    assert span.kind is SpanKind.CLIENT
+    for tool in telemetry.tool_spans():
+        assert tool.parent is not None and tool.parent.span_id == span.context.span_id
+    return span
+
+
+# -- completed ---------------------------------------------------------------------------------------
+
+
+def test_create_for_loop_completes_every_tool_block(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(wire.tool_use_script([Text("Let me check."), WEATHER, LOOKUP]))
+    events = [e.type for e in create(client(fake))]
+    assert events[-1] == "message_stop"
+
+    calls = by_name(telemetry)
+    assert_call(calls["get_weather"], reason=None, delivered=WEATHER.arguments)
+    assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
+    weather = calls["get_weather"].attributes or {}
+    assert weather[n.GEN_AI_TOOL_CALL_ID] == "toolu_weather_01"
+    assert weather[n.TOOLCALL_INDEX] == 1
+    assert weather[n.TOOLCALL_ARGUMENTS_DELTAS] == len(WEATHER.pieces())
+    assert calls["get_weather"].name == "tool_call get_weather"
+    # Ended at its own block stop, before the next block started.
+    assert calls["get_weather"].end_time <= calls["lookup"].start_time
+
+    span = inference(telemetry)
+    attrs = span.attributes or {}
+    assert attrs[n.GEN_AI_RESPONSE_ID] == "msg_fake_01"
+    assert attrs[n.GEN_AI_RESPONSE_FINISH_REASONS] == ("tool_use",)
+    assert attrs[n.TOOLCALL_COUNT] == 2
+    assert attrs[n.TOOLCALL_OUTCOME] == "completed"
+    assert attrs[n.SERVER_ADDRESS] == "127.0.0.1"
+    assert telemetry.calls_by_outcome() == {("completed", None): 2}
+
+
+def test_next_and_with_block(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    with create(client(fake)) as s:
+        first = next(s)
+        assert first.type == "message_start"
+        rest = []
+        while True:
+            try:
+                rest.append(next(s))
+            except StopIteration:
+                break
+    assert rest[-1].type == "message_stop"
+    assert_call(telemetry.tool_spans()[0], reason=None, delivered=WEATHER.arguments)
+    assert (inference(telemetry).attributes or {})[n.TOOLCALL_OUTCOME] == "completed"
+
+
+def test_server_and_mcp_tool_use_are_extensions(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    server = ToolUse(name="web_search", id="srvtoolu_01", type="server_tool_use", arguments='{"query": "x"}')
+    mcp = ToolUse(name="fetch", id="mcptoolu_01", type="mcp_tool_use", arguments='{"url": "y"}')
+    fake.enqueue(wire.tool_use_script([server, mcp], stop_reason="end_turn"))
+    for _ in client(fake).beta.messages.create(
+        model=MODEL, max_tokens=1024, messages=MESSAGES, stream=True, betas=["mcp-client-2025-04-04"]
+    ):
+        pass
+    calls = by_name(telemetry)
+    assert_call(calls["web_search"], reason=None, delivered=server.arguments, tool_type="extension")
+    assert_call(calls["fetch"], reason=None, delivered=mcp.arguments, tool_type="extension")
+    assert (calls["fetch"].attributes or {})[n.GEN_AI_TOOL_CALL_ID] == "mcptoolu_01"
+
+
+# -- stop reasons ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stop_reason", ["max_tokens", "model_context_window_exceeded"])
+def test_token_limit_truncates_the_last_tool_block_at_its_stop_time(
+    telemetry: Any, instrument: Any, fake: FakeProvider, stop_reason: str
+) -> None:
+    fake.enqueue(wire.tool_use_script([LOOKUP, WEATHER], stop_reason=stop_reason, pace=0.01))
+    seen: dict[str, int] = {}
+    for event in create(client(fake)):
+        seen.setdefault(event.type + str(getattr(event, "index", "")), time.time_ns())
+    calls = by_name(telemetry)
+    assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
+    assert_call(calls["get_weather"], reason="truncated", delivered=WEATHER.arguments)
+    # The span ends at the block stop, although its outcome was known only at message_delta.
+    assert calls["get_weather"].end_time < seen["message_delta"]
+    span = inference(telemetry)
+    assert (span.attributes or {})[n.TOOLCALL_ABORT_REASON] == "truncated"
+    assert (span.attributes or {})[n.GEN_AI_RESPONSE_FINISH_REASONS] == (stop_reason,)
+    assert telemetry.calls_by_outcome() == {("completed", None): 1, ("aborted", "truncated"): 1}
+
+
+def test_a_text_block_after_the_tool_block_saves_it_from_the_limit(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER, Text("and now the answer is")], stop_reason="max_tokens"))
+    list(create(client(fake)))
+    assert_call(telemetry.tool_spans()[0], reason=None, delivered=WEATHER.arguments)
+
+
+def test_refusal_filters(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER], stop_reason="refusal"))
+    list(create(client(fake)))
+    assert_call(telemetry.tool_spans()[0], reason="filtered", delivered=WEATHER.arguments)
+    assert telemetry.calls_by_outcome() == {("aborted", "filtered"): 1}
+
+
+def test_body_ending_without_message_stop_leaves_open_calls_incomplete(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    open_block = ToolUse(name="get_weather", id="toolu_w", arguments=WEATHER.arguments, stop=False)
+    fake.enqueue(wire.script_for(wire.events_for([LOOKUP, open_block], stop_reason=None, final=False)))
+    list(create(client(fake)))
+    calls = by_name(telemetry)
+    assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
+    assert_call(calls["get_weather"], reason="incomplete", delivered=WEATHER.arguments)
+    assert (inference(telemetry).attributes or {})[n.TOOLCALL_ABORT_REASON] == "incomplete"
+
+
+# -- errors ------------------------------------------------------------------------------------------
+
+
+def error_script(cut: bool) -> Script:
+    events = wire.events_for([LOOKUP, WEATHER], final=False, stop_reason=None)
+    # The connection drops, or the server sends an error event, during get_weather's arguments.
+    keep = len(events) - 4
+    if cut:
+        return wire.script_for(events, cut_after=keep)
+    return wire.script_for([*events[:keep], wire.error()])
+
+
+def run_to_error(c: Any) -> tuple[list[str], BaseException]:
+    events: list[str] = []
+    with pytest.raises(Exception) as caught:
+        for event in create(c):
+            events.append(event.type)
+    return events, caught.value
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["connection_dropped", "error_event"])
+def test_stream_errors_keep_the_sdk_exception(
+    telemetry: Any, fake: FakeProvider, instrument: Any, cut: bool
+) -> None:
+    fake.enqueue(error_script(cut), error_script(cut))
+    instrumented_events, instrumented = run_to_error(client(fake))
+    instrument().uninstrument()
+    bare_events, bare = run_to_error(client(fake))
+    assert instrumented_events == bare_events
+    assert type(instrumented) is type(bare) and str(instrumented) == str(bare)
+    expected = "httpx2.RemoteProtocolError" if cut else f"anthropic.{type(bare).__name__}"
+    if cut:
+        assert isinstance(instrumented, httpx2.RemoteProtocolError)
+    else:
+        assert isinstance(instrumented, anthropic.APIStatusError)
+
+    calls = by_name(telemetry)
+    # lookup stopped before the failure: completed at its block stop (TELEMETRY.md 6).
+    assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
+    delivered = "".join(WEATHER.pieces()[:-3])
+    assert_call(calls["get_weather"], reason="stream_error", delivered=delivered, error_type=expected)
+    span = inference(telemetry)
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})[n.ERROR_TYPE] == expected
+    points = [p for p in telemetry.points("toolcall.calls") if p.attributes["toolcall.outcome"] == "aborted"]
+    assert [p.attributes["error.type"] for p in points] == [expected]
+
+
+def test_failed_request_makes_a_failed_inference_span(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    body = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    fake.enqueue(Script([body], status=529, content_type="application/json"))
+    with pytest.raises(anthropic.APIStatusError):
+        create(client(fake))
+    span = telemetry.one("chat ")
+    assert span.status.status_code is StatusCode.ERROR
+    assert telemetry.tool_spans() == []
+
+
+# -- closed, abandoned -------------------------------------------------------------------------------
+
+
+def test_close_mid_arguments(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    s = create(client(fake))
+    delivered = ""
+    for event in s:
+        if event.type == "content_block_delta":
+            delivered += event.delta.partial_json
+            if len(delivered) > 10:
+                break
+    s.close()
+    assert_call(telemetry.tool_spans()[0], reason="closed", delivered=delivered)
+    assert (inference(telemetry).attributes or {})[n.TOOLCALL_ABORT_REASON] == "closed"
+
+
+def test_with_exit_mid_arguments_is_closed(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    with create(client(fake)) as s:
+        for event in s:
+            if event.type == "content_block_delta":
+                break
+    assert_call(telemetry.tool_spans()[0], reason="closed", delivered=WEATHER.pieces()[0])
+
+
+def test_dropped_stream_is_abandoned(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    s = create(client(fake))
+    for event in s:
+        if event.type == "content_block_delta":
+            break
+    del s, event
+    gc.collect()
+    assert_call(telemetry.tool_spans()[0], reason="abandoned", delivered=WEATHER.pieces()[0])
+    assert telemetry.calls_by_outcome() == {("aborted", "abandoned"): 1}
+
+
+# -- messages.stream() helpers -----------------------------------------------------------------------
+
+
+def helper_result(c: Any, how: str) -> Any:
+    with stream(c) as s:
+        if how == "text_stream":
+            return "".join(s.text_stream)
+        if how == "get_final_message":
+            return s.get_final_message().model_dump()
+        if how == "get_final_text":
+            return s.get_final_text()
+        if how == "until_done":
+            s.until_done()
+            return s.current_message_snapshot.model_dump()
+        return [e.type for e in s]
+
+
+@pytest.mark.parametrize(
+    "how", ["text_stream", "get_final_message", "get_final_text", "until_done", "iterate"]
+)
+def test_stream_helpers_complete_and_return_the_same(
+    telemetry: Any, instrument: Any, fake: FakeProvider, how: str
+) -> None:
+    blocks = [WEATHER, Text("Sunny, 21 °C.")]
+    fake.enqueue(
+        wire.tool_use_script(blocks, stop_reason="end_turn"),
+        wire.tool_use_script(blocks, stop_reason="end_turn"),
+    )
+    instrumented = helper_result(client(fake), how)
+    instrument().uninstrument()
+    assert instrumented == helper_result(client(fake), how)
+    assert len(telemetry.tool_spans()) == 1
+    assert_call(telemetry.tool_spans()[0], reason=None, delivered=WEATHER.arguments)
+    assert (inference(telemetry).attributes or {})[n.TOOLCALL_OUTCOME] == "completed"
+
+
+def test_stream_helper_break_is_closed(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    with stream(client(fake)) as s:
+        for event in s:
+            if event.type == "input_json":
+                break
+    assert_call(telemetry.tool_spans()[0], reason="closed", delivered=WEATHER.pieces()[0])
+
+
+def test_beta_stream_helper_truncated(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER], stop_reason="max_tokens"))
+    with client(fake).beta.messages.stream(model=MODEL, max_tokens=1024, messages=MESSAGES) as s:
+        message = s.get_final_message()
+    assert message.stop_reason == "max_tokens"
+    assert_call(telemetry.tool_spans()[0], reason="truncated", delivered=WEATHER.arguments)
+
+
+# -- raw responses -----------------------------------------------------------------------------------
+
+
+def test_with_raw_response_parse(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    raw = client(fake).messages.with_raw_response.create(
+        model=MODEL, max_tokens=1024, messages=MESSAGES, stream=True
+    )
+    assert [e.type for e in raw.parse()][-1] == "message_stop"
+    assert_call(telemetry.tool_spans()[0], reason=None, delivered=WEATHER.arguments)
+    inference(telemetry)
+
+
+def test_with_streaming_response_parse(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER], stop_reason="refusal"))
+    with client(fake).beta.messages.with_streaming_response.create(
+        model=MODEL, max_tokens=1024, messages=MESSAGES, stream=True
+    ) as response:
+        list(response.parse())
+    assert_call(telemetry.tool_spans()[0], reason="filtered", delivered=WEATHER.arguments)
+
+
+# -- the SDK's own tracing ---------------------------------------------------------------------------
+
+
+def test_sdk_span_is_the_inference_span(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([LOOKUP, WEATHER], stop_reason="max_tokens"))
+    c = client(fake, open_telemetry={"tracer_provider": telemetry.tracer_provider})
+    with create(c) as s:
+        list(s)
+    names = [span.name for span in telemetry.spans()]
+    assert not [name for name in names if name.startswith("chat ")], names
+    sdk_span = telemetry.one("anthropic.messages.create")
+    assert sdk_span.kind is SpanKind.CLIENT
+    calls = by_name(telemetry)
+    for call in calls.values():
+        assert call.parent is not None and call.parent.span_id == sdk_span.context.span_id
+    assert_call(calls["get_weather"], reason="truncated", delivered=WEATHER.arguments)
+    assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
+
+
+def test_sdk_span_failed_request_gets_no_second_span(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    body = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    fake.enqueue(Script([body], status=529, content_type="application/json"))
+    c = client(fake, open_telemetry={"tracer_provider": telemetry.tracer_provider})
+    with pytest.raises(anthropic.APIStatusError):
+        create(c)
+    assert [s.name for s in telemetry.spans()] == ["anthropic.messages.create"]
+
+
+# -- other client classes ----------------------------------------------------------------------------
+
+
+def test_vertex_client(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(wire.tool_use_script([WEATHER]))
+    vertex = anthropic.AnthropicVertex(
+        region="us-east5",
+        project_id="proj",
+        access_token="token",
+        base_url=fake.base_url,
+        max_retries=0,
+        open_telemetry=False,
+    )
+    list(create(vertex))
+    assert fake.requests[-1].path.endswith(":streamRawPredict")
+    assert_call(telemetry.tool_spans()[0], reason=None, delivered=WEATHER.arguments, provider="gcp.vertex_ai")
+    assert (inference(telemetry).attributes or {})[n.GEN_AI_PROVIDER_NAME] == "gcp.vertex_ai"
+
+
+# -- fragmentation -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    arguments=st.text(min_size=1, max_size=40).map(lambda t: '{"v": ' + repr(t)[1:-1].join('""') + "}"),
+    cuts=st.lists(st.integers(min_value=1, max_value=60), max_size=8),
+)
+def test_any_fragmentation_counts_exactly(
+    telemetry: Any, instrument: Any, fake: FakeProvider, arguments: str, cuts: list[int]
+) -> None:
+    telemetry.exporter.clear()
+    points = sorted({c for c in cuts if c < len(arguments)})
+    pieces = [arguments[a:b] for a, b in zip([0, *points], [*points, len(arguments)], strict=True)]
+    call = ToolUse(name="prop", id="toolu_prop", arguments=arguments, fragments=pieces)
+    fake.enqueue(wire.tool_use_script([call]))
+    list(create(client(fake)))
+    attrs = telemetry.tool_spans()[-1].attributes or {}
+    assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
+    assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(arguments.encode("utf-8"))
