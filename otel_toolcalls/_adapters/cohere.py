@@ -1,0 +1,268 @@
+"""The cohere SDK, v2 chat: ``ClientV2.chat_stream`` / ``AsyncClientV2.chat_stream``.
+
+``V2Client.chat_stream`` is a generator function around ``RawV2Client.chat_stream`` (a context
+manager yielding the event iterator; the SDK itself logs and skips events it cannot parse). The
+user gets a bare generator, whose ``close()`` nothing could observe, so the package hands back a
+thin proxy that sees ``close()`` / ``aclose()`` and passes everything else through. The stream
+itself is traced where the raw client makes it: the request starts there, and an HTTP error
+status raises there.
+
+Blocks have their own completion event (``tool-call-end``); ``message-end``'s ``finish_reason``
+settles the last one (``MAX_TOKENS`` truncates it, ``ERROR`` / ``TIMEOUT`` are stream errors).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from wrapt import ObjectProxy, wrap_function_wrapper
+
+from .._core import RequestInfo, StreamState
+from .._stream import (
+    bind,
+    bound,
+    close_seen,
+    foreign_inference_span,
+    install_exit_hook,
+    wrap_async,
+    wrap_sync,
+)
+from .._telemetry import Telemetry
+
+_log = logging.getLogger(__name__)
+
+PROVIDER = "cohere"
+_MODULE = "cohere.v2.client"
+_RAW = "cohere.v2.raw_client"
+_patched: list[tuple[str, str]] = []
+
+
+# -- translator: one small function per event type ---------------------------------------------------
+
+
+def _message_start(state: StreamState, event: Any) -> None:
+    # {"type":"message-start","id":"c14c80c3-...","delta":{"message":{"role":"assistant"}}}
+    state.response_id = event.id
+
+
+def _tool_call_start(state: StreamState, event: Any) -> None:
+    # {"type":"tool-call-start","index":0,"delta":{"message":{"tool_calls":{"id":"get_weather_q0",
+    #  "type":"function","function":{"name":"get_weather","arguments":""}}}}}
+    call = event.delta.message.tool_calls
+    function = call.function
+    if function is None or not function.name:
+        _log.debug("cohere tool-call-start without a name: %r", event.index)
+        return
+    state.block_started(event.index, name=function.name, call_id=call.id, index=event.index)
+    state.fragment(event.index, function.arguments)
+
+
+def _tool_call_delta(state: StreamState, event: Any) -> None:
+    # {"type":"tool-call-delta","index":0,"delta":{"message":{"tool_calls":{"function":{"arguments":"{\""}}}}}
+    function = event.delta.message.tool_calls.function
+    if function is not None:
+        state.fragment(event.index, function.arguments)
+
+
+def _tool_call_end(state: StreamState, event: Any) -> None:
+    # {"type":"tool-call-end","index":0}
+    state.block_stopped(event.index)
+
+
+def _content_start(state: StreamState, event: Any) -> None:
+    # {"type":"content-start","index":1,"delta":{"message":{"content":{"type":"text","text":""}}}}
+    state.other_block_started()
+
+
+def _message_end(state: StreamState, event: Any) -> None:
+    # {"type":"message-end","delta":{"finish_reason":"TOOL_CALL","usage":{...}}}
+    delta = event.delta
+    state.settle(delta.finish_reason if delta is not None else None)
+    state.final_event()
+
+
+_HANDLERS: dict[str, Callable[[StreamState, Any], None]] = {
+    "message-start": _message_start,
+    "tool-call-start": _tool_call_start,
+    "tool-call-delta": _tool_call_delta,
+    "tool-call-end": _tool_call_end,
+    "content-start": _content_start,
+    "message-end": _message_end,
+}
+
+
+def process_event(state: StreamState, event: Any) -> None:
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        handler(state, event)
+
+
+# -- the proxy the user gets -------------------------------------------------------------------------
+
+
+class _Stream(ObjectProxy):  # type: ignore[misc]
+    """The SDK's generator as the user would have had it; ``close()`` / ``aclose()`` are seen."""
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self.__wrapped__)
+
+    def __aiter__(self) -> Any:
+        return self
+
+    def __anext__(self) -> Any:
+        return self.__wrapped__.__anext__()
+
+    def close(self) -> Any:
+        _close_seen(getattr(self.__wrapped__, "gi_frame", None))
+        return self.__wrapped__.close()
+
+    def aclose(self) -> Any:
+        _close_seen(getattr(self.__wrapped__, "ag_frame", None))
+        return self.__wrapped__.aclose()
+
+
+def _close_seen(frame: Any) -> None:
+    # The stream's state is bound to the raw HttpResponse the generator holds in a local while it
+    # iterates; looking it up only here keeps the SDK's generator untouched. No frame, or no
+    # response yet: the request was never made, there is nothing to close.
+    try:
+        for value in (frame.f_locals if frame is not None else {}).values():
+            if bound(value) is not None:
+                close_seen(value)
+                return
+    except Exception:
+        _log.debug("otel_toolcalls: could not find a cohere stream to close", exc_info=True)
+
+
+# -- the raw request: where the stream is made --------------------------------------------------------
+
+
+class _TracedRequest:
+    """``RawV2Client.chat_stream(...)``'s context manager, with the event iterator of the response
+    it yields swapped for the finalize-once wrapper."""
+
+    def __init__(self, inner: Any, telemetry: Telemetry, client: Any, model: Any) -> None:
+        self._inner = inner
+        self._telemetry = telemetry
+        self._client = client
+        self._model = model if isinstance(model, str) else None
+        self._start_ns = 0
+        self._parent: Any = None
+
+    def _begin(self) -> None:
+        self._start_ns, self._parent = time.time_ns(), otel_context.get_current()
+
+    def _request(self) -> RequestInfo:
+        host, port = _server(self._client)
+        adopted = foreign_inference_span(self._parent)
+        return RequestInfo(PROVIDER, self._model, "chat", host, port, self._start_ns, self._parent, adopted)
+
+    def _failed(self, exc: BaseException) -> None:
+        # The request failed before any stream existed (HTTP error status): the span records it.
+        if self._telemetry.settings.inference_spans and foreign_inference_span(self._parent) is None:
+            StreamState(self._telemetry, self._request()).failed(exc)
+
+    def _adopt(self, response: Any) -> None:
+        state = StreamState(self._telemetry, self._request())
+        events = response._data
+        if hasattr(events, "__anext__"):
+            response._data = wrap_async(events, state, process_event)
+        else:
+            response._data = wrap_sync(events, state, process_event)
+        bind(response, state)
+        install_exit_hook()
+
+    def __enter__(self) -> Any:
+        _guarded(self._begin)
+        try:
+            response = self._inner.__enter__()
+        except Exception as exc:
+            _guarded(self._failed, exc)
+            raise
+        _guarded(self._adopt, response)
+        return response
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        return self._inner.__exit__(*exc_info)
+
+    async def __aenter__(self) -> Any:
+        _guarded(self._begin)
+        try:
+            response = await self._inner.__aenter__()
+        except Exception as exc:
+            _guarded(self._failed, exc)
+            raise
+        _guarded(self._adopt, response)
+        return response
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._inner.__aexit__(*exc_info)
+
+
+# -- wiring ------------------------------------------------------------------------------------------
+
+
+def _server(instance: Any) -> tuple[str | None, int | None]:
+    parts = urlsplit(instance._client_wrapper.get_base_url())
+    return parts.hostname, parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+
+
+def _guarded(function: Any, *args: Any) -> None:
+    try:
+        function(*args)
+    except Exception:
+        _log.debug("otel_toolcalls: cohere instrumentation step failed", exc_info=True)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    try:
+        __import__(_MODULE)
+        __import__(_RAW)
+    except ImportError:
+        return False
+
+    def raw_chat_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        inner = wrapped(*args, **kwargs)
+        if not is_instrumentation_enabled():
+            return inner
+        return _TracedRequest(inner, telemetry, instance, kwargs.get("model"))
+
+    def chat_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        return _Stream(wrapped(*args, **kwargs))
+
+    # The raw client makes every v2 stream, whatever client object leads there. The public method
+    # only adds the proxy; cohere's Client binds its methods in __init__, so a client made before
+    # instrument() keeps the bare generator (its close() is then recorded as abandoned).
+    _wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)
+    _wrap(_RAW, "AsyncRawV2Client.chat_stream", raw_chat_stream)
+    _wrap(_MODULE, "V2Client.chat_stream", chat_stream)
+    _wrap(_MODULE, "AsyncV2Client.chat_stream", chat_stream)
+    return True
+
+
+def _wrap(module: str, attr: str, wrapper: Any) -> None:
+    try:
+        wrap_function_wrapper(module, attr, wrapper)
+    except (ImportError, AttributeError):
+        _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
+        return
+    _patched.append((module, attr))
+
+
+def uninstrument() -> None:
+    while _patched:
+        module, attr = _patched.pop()
+        owner, _, method = attr.rpartition(".")
+        try:
+            unwrap(getattr(__import__(module, fromlist=[owner]), owner), method)
+        except Exception:
+            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
