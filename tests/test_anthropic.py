@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
+from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls import _names as n
 from otel_toolcalls.testing import FakeProvider, Script
 from otel_toolcalls.testing import anthropic as wire
@@ -446,3 +447,78 @@ def test_any_fragmentation_counts_exactly(
     attrs = telemetry.tool_spans()[-1].attributes or {}
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(arguments.encode("utf-8"))
+
+
+# -- the beta tool runner ----------------------------------------------------------------------------
+
+RUNNER_CALL = ToolUse(name="get_weather", id="toolu_runner_01", arguments='{"location": "Zürich"}')
+
+
+def runner_for(c: Any, ran: list[str]) -> Any:
+    @anthropic.beta_tool
+    def get_weather(location: str) -> str:
+        """The weather at a location."""
+        ran.append(location)
+        return f"sunny in {location}"
+
+    return c.beta.messages.tool_runner(
+        model=MODEL, max_tokens=1024, messages=MESSAGES, tools=[get_weather], stream=True
+    )
+
+
+@pytest.mark.parametrize("sdk_tracing", [False, True])
+def test_tool_runner_links_the_execution_to_its_completed_call(
+    telemetry: Any, instrument: Any, fake: FakeProvider, sdk_tracing: bool
+) -> None:
+    fake.enqueue(
+        wire.tool_use_script([RUNNER_CALL]),
+        wire.tool_use_script([Text("It is sunny.")], stop_reason="end_turn"),
+    )
+    option: Any = {"tracer_provider": telemetry.tracer_provider} if sdk_tracing else False
+    ran: list[str] = []
+    final = runner_for(client(fake, open_telemetry=option), ran).until_done()
+    assert ran == ["Zürich"] and final.stop_reason == "end_turn"
+
+    call = telemetry.tool_spans()[0]
+    assert_call(call, reason=None, delivered=RUNNER_CALL.arguments)
+    executions = [
+        s for s in telemetry.spans() if (s.attributes or {}).get(n.GEN_AI_OPERATION_NAME) == "execute_tool"
+    ]
+    assert len(executions) == 1, [s.name for s in telemetry.spans()]
+    execution = executions[0]
+    if sdk_tracing:
+        assert execution.name == "anthropic.custom_tool_use get_weather"
+    else:
+        assert execution.name == "execute_tool get_weather"
+    attrs = execution.attributes or {}
+    assert attrs[n.TOOLCALL_OUTCOME] == "completed"
+    assert attrs[n.GEN_AI_TOOL_CALL_ID] == "toolu_runner_01"
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    assert execution.links[0].attributes[n.GEN_AI_ATTRIBUTION_LINK_TYPE] == n.LINK_TYPE_CAUSED_BY_GENERATION
+
+
+@pytest.mark.parametrize("sdk_tracing", [False, True])
+def test_tool_runner_strict_refuses_a_truncated_call(
+    telemetry: Any, instrument: Any, fake: FakeProvider, sdk_tracing: bool
+) -> None:
+    instrument(strict=True)
+    fake.enqueue(wire.tool_use_script([RUNNER_CALL], stop_reason="max_tokens"))
+    option: Any = {"tracer_provider": telemetry.tracer_provider} if sdk_tracing else False
+    ran: list[str] = []
+    runner = runner_for(client(fake, open_telemetry=option), ran)
+    # The runner stops on max_tokens without running the call; asking it to run the calls runs them all.
+    assert runner.until_done().stop_reason == "max_tokens"
+    with pytest.raises(IncompleteToolCallError) as refused:
+        runner.generate_tool_call_response()
+    assert ran == [] and refused.value.call_id == "toolu_runner_01" and refused.value.reason == "truncated"
+
+    assert_call(telemetry.tool_spans()[0], reason="truncated", delivered=RUNNER_CALL.arguments)
+    executions = [
+        s for s in telemetry.spans() if (s.attributes or {}).get(n.GEN_AI_OPERATION_NAME) == "execute_tool"
+    ]
+    assert len(executions) == 1
+    attrs = executions[0].attributes or {}
+    assert attrs[n.TOOLCALL_OUTCOME] == "aborted"
+    assert attrs[n.ERROR_TYPE] == "otel_toolcalls.IncompleteToolCallError"
+    assert executions[0].status.status_code is StatusCode.ERROR
+    assert executions[0].links == ()
