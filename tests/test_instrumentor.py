@@ -1,0 +1,189 @@
+"""The instrumentor: idempotent, reversible, suppressible, loadable by opentelemetry-instrument, and
+the interpreter-exit path that ends open calls before the tracer provider shuts down."""
+
+# ruff: noqa: F811  (pytest fixtures imported from the openai module are parameters here)
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import groq
+import openai
+import pytest
+from opentelemetry.instrumentation.utils import suppress_instrumentation
+from test_openai_chat import fake, frozen_heap, shared_provider  # noqa: F401
+
+from otel_toolcalls import _names as n
+from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+# Captured at import, before any test instruments anything.
+ORIGINALS = {
+    (cls, name): cls.__dict__[name]
+    for cls, name in [
+        (openai.Stream, "__stream__"),
+        (openai.AsyncStream, "__stream__"),
+        (openai.Stream, "close"),
+        (openai.AsyncStream, "close"),
+        (groq.Stream, "__stream__"),
+        (groq.AsyncStream, "close"),
+    ]
+}
+
+
+def run_one(fake, telemetry) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+    for _ in client.chat.completions.create(**request()):
+        pass
+
+
+def test_instrument_twice_is_harmless(telemetry, instrument, fake, caplog):
+    apply = instrument
+    instrumentor = apply()
+    with caplog.at_level(logging.WARNING):
+        instrumentor.instrument(
+            tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider
+        )
+    assert any("already instrumented" in r.getMessage() for r in caplog.records)
+    run_one(fake, telemetry)
+    assert len(telemetry.tool_spans()) == 1
+    assert len([s for s in telemetry.spans() if s.name.startswith("chat ")]) == 1
+    assert telemetry.calls_by_outcome() == {("completed", None): 1}
+
+
+def test_uninstrument_restores_originals(telemetry, instrument, fake):
+    instrumentor = instrument()
+    assert openai.Stream.__dict__["__stream__"] is not ORIGINALS[(openai.Stream, "__stream__")]
+    instrumentor.uninstrument()
+    for (cls, name), original in ORIGINALS.items():
+        assert cls.__dict__[name] is original, (cls, name)
+    run_one(fake, telemetry)
+    assert telemetry.spans() == []
+    assert telemetry.points("toolcall.calls") == []
+
+
+def test_suppress_instrumentation(telemetry, instrument, fake):
+    with suppress_instrumentation():
+        run_one(fake, telemetry)
+    assert telemetry.spans() == []
+    run_one(fake, telemetry)
+    assert len(telemetry.tool_spans()) == 1
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
+def _console_spans(stdout: str) -> list[dict]:
+    """The ConsoleSpanExporter prints one JSON object per span."""
+    decoder, spans, i = json.JSONDecoder(), [], 0
+    while (start := stdout.find("{", i)) != -1:
+        try:
+            obj, i = decoder.raw_decode(stdout, start)
+        except json.JSONDecodeError:
+            i = start + 1
+            continue
+        if isinstance(obj, dict) and "name" in obj and "attributes" in obj:
+            spans.append(obj)
+    return spans
+
+
+def test_opentelemetry_instrument_needs_no_code_change():
+    result = subprocess.run(
+        [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, str(ROOT / "examples/weather_agent.py")],
+        env=_env(
+            OTEL_TRACES_EXPORTER="console",
+            OTEL_METRICS_EXPORTER="none",
+            OTEL_LOGS_EXPORTER="none",
+            OTEL_SERVICE_NAME="weather-agent",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "tool result: Zürich" in result.stdout
+    spans = {s["name"]: s for s in _console_spans(result.stdout)}
+    call = spans["tool_call get_weather"]
+    assert call["attributes"][n.TOOLCALL_OUTCOME] == "completed"
+    assert call["attributes"][n.TOOLCALL_ARGUMENTS_SIZE] == len(WEATHER.arguments.encode())
+    assert call["parent_id"] == spans["chat gpt-4o-mini"]["context"]["span_id"]
+    run = spans["execute_tool get_weather"]
+    assert run["links"][0]["context"]["span_id"] == call["context"]["span_id"]
+
+
+EXIT_SCRIPT = textwrap.dedent(
+    """
+    import openai
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    from otel_toolcalls import ToolCallsInstrumentor
+    from otel_toolcalls.testing import FakeProvider
+    from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script
+
+    # Batch: a span ended after the provider's atexit shutdown would never be printed.
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter(), schedule_delay_millis=60000))
+    trace.set_tracer_provider(provider)
+    ToolCallsInstrumentor().instrument()
+
+    fake = FakeProvider().start()
+    fake.enqueue(tool_call_script([WEATHER], pace=0.2))
+    client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+    stream = client.chat.completions.create(**request())
+    for _ in range(3):
+        next(stream)
+    print("EXITING", flush=True)
+    """
+)
+
+
+def test_interpreter_exit_ends_open_calls_abandoned(tmp_path):
+    script = tmp_path / "exit_mid_stream.py"
+    script.write_text(EXIT_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script)], env=_env(), capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert "EXITING" in result.stdout
+    spans = {s["name"]: s for s in _console_spans(result.stdout)}
+    call = spans["tool_call get_weather"]["attributes"]
+    assert call[n.TOOLCALL_OUTCOME] == "aborted"
+    assert call[n.TOOLCALL_ABORT_REASON] == "abandoned"
+    assert call[n.TOOLCALL_ARGUMENTS_DELTAS] == 2
+    assert spans["chat gpt-4o-mini"]["attributes"][n.TOOLCALL_ABORT_REASON] == "abandoned"
+
+
+@pytest.mark.parametrize("disabled", ["toolcalls"])
+def test_disabled_by_env_under_opentelemetry_instrument(disabled):
+    result = subprocess.run(
+        [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, str(ROOT / "examples/weather_agent.py")],
+        env=_env(
+            OTEL_TRACES_EXPORTER="console",
+            OTEL_METRICS_EXPORTER="none",
+            OTEL_LOGS_EXPORTER="none",
+            OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=disabled,
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    names = {s["name"] for s in _console_spans(result.stdout)}
+    assert "tool_call get_weather" not in names
