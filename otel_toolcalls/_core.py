@@ -145,6 +145,8 @@ class StreamState:
         # The last block whose own completion event arrived but whose outcome a later stop reason
         # may still change (Anthropic/Bedrock/Cohere block-stop before the message-level stop).
         self._pending: _Call | None = None
+        # The abort reason the pending block takes when no stop reason settles it (None: completed).
+        self._pending_default: str | None = None
         self._finish_reasons: dict[int, str] = {}
         self._choices_with_calls: set[int] = set()
         self._final = False
@@ -297,14 +299,19 @@ class StreamState:
         if call.content is not None and text is not None:
             call.content.append(text)
 
-    def block_stopped(self, key: Hashable) -> None:
-        """The block's own completion event; a later stop reason may still truncate it."""
+    def block_stopped(self, key: Hashable, *, unsettled: str | None = None) -> None:
+        """The block's own completion event; a later stop reason may still truncate it.
+
+        ``unsettled``: the abort reason it takes if nothing settles it (an OpenAI Responses item
+        done with status ``incomplete`` is ``truncated`` unless a ``response.incomplete`` says why).
+        """
         call = self.open.pop(key, None)
         if call is None:
             return
         self._settle_pending()
         call.stop_ns = _time_ns()
         self._pending = call
+        self._pending_default = unsettled
 
     def block_completed(self, key: Hashable) -> None:
         """A completion event nothing later can overturn (OpenAI Responses item done, Gemini part)."""
@@ -324,8 +331,9 @@ class StreamState:
 
     def _settle_pending(self, reason: str | None = None) -> None:
         call, self._pending = self._pending, None
+        default, self._pending_default = self._pending_default, None
         if call is not None:
-            self._end_call(call, reason, None, call.stop_ns)
+            self._end_call(call, reason or default, None, call.stop_ns)
 
     # -- stream-level events ---------------------------------------------------------------------
 
