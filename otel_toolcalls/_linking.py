@@ -144,12 +144,17 @@ class execute_tool:
             attributes[n.TOOLCALL_ABORT_REASON] = record.reason
         link = _link_to(record)
         self._start = time.perf_counter()
-        span = self._span = telemetry.tracer.start_span(
-            n.EXECUTE_TOOL_SPAN_PREFIX + name,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            links=[link] if link is not None else None,
-        )
+        try:
+            span = self._span = telemetry.tracer.start_span(
+                n.EXECUTE_TOOL_SPAN_PREFIX + name,
+                kind=SpanKind.INTERNAL,
+                attributes=attributes,
+                links=[link] if link is not None else None,
+            )
+        except Exception:
+            # A span processor that raises in on_start must not keep the tool from running.
+            _log.debug("otel_toolcalls: could not start an execution span", exc_info=True)
+            span = self._span = trace.INVALID_SPAN
         if record is not None and record.outcome == n.ABORTED and _strict(telemetry, self.strict):
             assert self.call_id is not None
             span.set_attribute(n.ERROR_TYPE, _REFUSED_ERROR_TYPE)
