@@ -1,0 +1,58 @@
+"""pydantic-ai: the execution of each function tool the agent runs.
+
+Choke point: ``ToolManager._raw_execute``, the tool body's call once its arguments validated. When
+the agent is instrumented, pydantic-ai's own ``execute_tool`` span (``running tool: {name}``) is
+current there: it gets ``toolcall.outcome`` and the link, and the package makes no second span.
+When it is not, the package makes the ``execute_tool`` span. A call whose arguments failed
+validation never reaches this point: pydantic-ai's span for it is left as is.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from wrapt import wrap_function_wrapper
+
+from .._execution import run_async
+from .._telemetry import Telemetry
+
+_log = logging.getLogger(__name__)
+
+_MODULE = "pydantic_ai.tool_manager"
+_ATTR = "ToolManager._raw_execute"
+_patched = False
+
+
+def _raw_execute(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    validated = kwargs.get("validated", args[0] if args else None)
+    call = getattr(validated, "call", None)
+    call_id = getattr(call, "tool_call_id", None)
+    return run_async(call_id, getattr(call, "tool_name", None), wrapped, *args, **kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    global _patched
+    try:
+        wrap_function_wrapper(_MODULE, _ATTR, _raw_execute)
+    except (ImportError, AttributeError):
+        _log.debug("otel_toolcalls: %s.%s not found; pydantic-ai not patched", _MODULE, _ATTR)
+        return False
+    _patched = True
+    return True
+
+
+def uninstrument() -> None:
+    global _patched
+    if not _patched:
+        return
+    _patched = False
+    try:
+        from pydantic_ai.tool_manager import ToolManager
+
+        unwrap(ToolManager, "_raw_execute")
+    except Exception:
+        _log.debug("otel_toolcalls: could not unwrap %s.%s", _MODULE, _ATTR, exc_info=True)
