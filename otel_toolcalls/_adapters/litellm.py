@@ -1,0 +1,206 @@
+"""LiteLLM: ``litellm.completion(stream=True)`` / ``acompletion`` return a ``CustomStreamWrapper``
+yielding OpenAI-shaped chunks, whatever the provider behind it.
+
+One request, one set of tool-call spans. When LiteLLM routes through a provider SDK that has its
+own adapter (``openai/...`` and ``azure/...`` through the openai SDK), that adapter already
+traces the stream, and binds its state to the SDK stream's HTTP response: a wrapper whose
+``completion_stream`` is such a stream is left alone. Every other stream (providers LiteLLM
+calls over its own HTTP handlers: ``hosted_vllm``, ``anthropic``, ``bedrock``, ``ollama_chat``...)
+is traced here, from the chunks the wrapper yields, with the provider LiteLLM routed to.
+
+The wrapper is a class with ``__next__`` / ``__anext__``, not a generator: both are patched on the
+class, and for a traced stream they pull through the package's finalize-once generator.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from wrapt import wrap_function_wrapper
+
+from .._core import RequestInfo, StreamState
+from .._stream import bound, foreign_inference_span, install_exit_hook, watch, wrap_async, wrap_sync
+from .._telemetry import Telemetry
+from ._chat_completions import process_chunk
+
+_log = logging.getLogger(__name__)
+
+_MODULE = "litellm.litellm_core_utils.streaming_handler"
+_ATTRIBUTE = "_otel_toolcalls_stream"
+_patched: list[str] = []
+
+# LiteLLM's provider names -> the GenAI conventions' well-known values; others pass as LiteLLM
+# names them.
+PROVIDERS = {
+    "openai": "openai",
+    "text-completion-openai": "openai",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "anthropic": "anthropic",
+    "bedrock": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "mistral": "mistral_ai",
+    "codestral": "mistral_ai",
+    "cohere": "cohere",
+    "cohere_chat": "cohere",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "xai": "x_ai",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+}
+
+
+class _Traced:
+    """Per traced wrapper: its state, and the generator ``__next__`` pulls through once started."""
+
+    __slots__ = ("finished", "iterator", "pulling", "state")
+
+    def __init__(self, state: StreamState) -> None:
+        self.state = state
+        self.iterator: Any = None
+        # Once the traced iterator has ended (exhausted or raised), calls go to LiteLLM directly,
+        # so that a wrapper read past its end behaves as it always did.
+        self.finished = False
+        # LiteLLM closes the stream itself when reading fails: that close is not the consumer's.
+        self.pulling = False
+
+
+def _sdk_saw(completion_stream: Any) -> bool:
+    # Stainless streams (openai, groq, anthropic) carry `response`, mistral's too; each adapter
+    # binds its state to that object when it traces the stream.
+    for name in ("response", "_response"):
+        key = getattr(completion_stream, name, None)
+        if key is not None and bound(key) is not None:
+            return True
+    return False
+
+
+def _server(wrapper: Any) -> tuple[str | None, int | None]:
+    params = wrapper.logging_obj.model_call_details.get("litellm_params") or {}
+    api_base = params.get("api_base")
+    if not isinstance(api_base, str) or "//" not in api_base:
+        return None, None
+    parts = urlsplit(api_base)
+    return parts.hostname, parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+
+
+def _start(telemetry: Telemetry, wrapper: Any) -> None:
+    if _sdk_saw(wrapper.completion_stream):
+        return
+    provider = wrapper.custom_llm_provider or "litellm"
+    host, port = _server(wrapper)
+    state = StreamState(
+        telemetry,
+        RequestInfo(
+            provider=PROVIDERS.get(provider, provider),
+            model=wrapper.model if isinstance(wrapper.model, str) else None,
+            server_address=host,
+            server_port=port,
+            adopted_span=foreign_inference_span(None),
+        ),
+    )
+    wrapper.__dict__[_ATTRIBUTE] = _Traced(state)
+    watch(wrapper, state)
+    install_exit_hook()
+
+
+def _pull(next_chunk: Any) -> Iterator[Any]:
+    while True:
+        try:
+            chunk = next_chunk()
+        except StopIteration:
+            return
+        yield chunk
+
+
+async def _apull(next_chunk: Any) -> AsyncIterator[Any]:
+    while True:
+        try:
+            chunk = await next_chunk()
+        except StopAsyncIteration:
+            return
+        yield chunk
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    try:
+        __import__(_MODULE)
+    except ImportError:
+        return False
+
+    def init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
+        wrapped(*args, **kwargs)
+        if not is_instrumentation_enabled():
+            return
+        try:
+            _start(telemetry, instance)
+        except Exception:
+            _log.debug("otel_toolcalls: could not start tracing a litellm stream", exc_info=True)
+
+    def next_chunk(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        traced = instance.__dict__.get(_ATTRIBUTE)
+        if traced is None or traced.finished:
+            return wrapped(*args, **kwargs)
+        if traced.iterator is None:
+            traced.iterator = wrap_sync(_pull(wrapped), traced.state, process_chunk)
+        traced.pulling = True
+        try:
+            return next(traced.iterator)
+        except BaseException:
+            traced.finished = True
+            raise
+        finally:
+            traced.pulling = False
+
+    async def anext_chunk(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        traced = instance.__dict__.get(_ATTRIBUTE)
+        if traced is None or traced.finished:
+            return await wrapped(*args, **kwargs)
+        if traced.iterator is None:
+            traced.iterator = wrap_async(_apull(wrapped), traced.state, process_chunk)
+        traced.pulling = True
+        try:
+            return await traced.iterator.__anext__()
+        except BaseException:
+            traced.finished = True
+            raise
+        finally:
+            traced.pulling = False
+
+    def close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        traced = instance.__dict__.get(_ATTRIBUTE)
+        if traced is not None and not traced.pulling:
+            traced.state.closed()
+        return wrapped(*args, **kwargs)
+
+    for attr, wrapper in (
+        ("CustomStreamWrapper.__init__", init),
+        ("CustomStreamWrapper.__next__", next_chunk),
+        ("CustomStreamWrapper.__anext__", anext_chunk),
+        ("CustomStreamWrapper.close", close),
+        ("CustomStreamWrapper.aclose", close),
+    ):
+        try:
+            wrap_function_wrapper(_MODULE, attr, wrapper)
+        except (ImportError, AttributeError):
+            _log.debug("otel_toolcalls: litellm %s not found; not patched", attr)
+            continue
+        _patched.append(attr)
+    return True
+
+
+def uninstrument() -> None:
+    module = __import__(_MODULE, fromlist=["CustomStreamWrapper"])
+    while _patched:
+        owner, _, method = _patched.pop().rpartition(".")
+        try:
+            unwrap(getattr(module, owner), method)
+        except Exception:
+            _log.debug("otel_toolcalls: could not unwrap litellm %s", method, exc_info=True)
