@@ -1,0 +1,154 @@
+"""Property-based: random argument strings cut at random points, random interleavings of parallel
+calls, random endings give exact counts and outcomes. A few examples go over a real socket; many
+drive the translator with ChatCompletionChunk objects built by the openai SDK's own model classes."""
+
+# ruff: noqa: F811  (pytest fixtures imported from the openai module are parameters here)
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+from conftest import Telemetry
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openai.types.chat import ChatCompletionChunk
+from test_openai_chat import fake, frozen_heap, shared_provider  # noqa: F401
+
+from otel_toolcalls import _names as n
+from otel_toolcalls._adapters._chat_completions import process_chunk
+from otel_toolcalls._config import Settings
+from otel_toolcalls._core import RequestInfo, StreamState
+from otel_toolcalls._telemetry import Telemetry as Wiring
+from otel_toolcalls.testing import split_at
+from otel_toolcalls.testing.openai_chat import Event, ToolCall, chunk, request, script_for
+
+# Arguments with multi-byte characters of every width, quotes and digits.
+ARGUMENT_TEXT = st.text(
+    alphabet=st.sampled_from(list('{}":, 0123456789.-abcxyzüßé中文☀️🌧\\')), min_size=1, max_size=60
+)
+
+
+@st.composite
+def fragmented(draw: Any) -> tuple[str, list[str]]:
+    text = draw(ARGUMENT_TEXT)
+    points = draw(st.lists(st.integers(1, max(1, len(text) - 1)), max_size=12))
+    return text, split_at(text, points)
+
+
+ENDINGS = {
+    "tool_calls": ("completed", None),
+    "stop": ("completed", None),
+    "length": ("aborted", "truncated"),
+    "content_filter": ("aborted", "filtered"),
+    None: ("aborted", "incomplete"),
+}
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=fragmented(), cut=st.booleans(), finish=st.sampled_from(list(ENDINGS)))
+def test_random_fragments_over_the_socket(telemetry, instrument, fake, case, cut, finish):
+    text, pieces = case
+    telemetry.exporter.clear()
+    before = telemetry.calls_by_outcome()
+    call = ToolCall(name="f", id="call_p", arguments=text, fragments=pieces)
+    events = [Event(index=0, id="call_p", name="f", arguments="")]
+    events += [Event(index=0, arguments=p) for p in pieces]
+    events.append(Event(finish_reason=finish))
+    cut_after = 1 + len(pieces) // 2 if cut else None
+    fake.enqueue(script_for(events, cut_after=cut_after))
+    client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+    raised = None
+    try:
+        for _ in client.chat.completions.create(**request()):
+            pass
+    except openai.APIConnectionError as exc:
+        raised = exc
+    (span,) = telemetry.tool_spans()
+    delivered = pieces[: cut_after - 1] if cut_after is not None else pieces
+    expected = ("aborted", "stream_error") if cut else ENDINGS[finish]
+    assert (raised is not None) == cut
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == len(delivered)
+    if delivered:
+        assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len("".join(delivered).encode("utf-8"))
+    assert (span.attributes[n.TOOLCALL_OUTCOME], span.attributes.get(n.TOOLCALL_ABORT_REASON)) == expected
+    after = telemetry.calls_by_outcome()
+    assert after.get(expected, 0) - before.get(expected, 0) == 1
+    assert call.pieces() == pieces
+
+
+@st.composite
+def interleaved(draw: Any) -> tuple[list[tuple[str, list[str]]], list[int]]:
+    """Parallel calls and an order of their fragments: each call's fragments stay in order."""
+    calls = draw(st.lists(fragmented(), min_size=1, max_size=4))
+    slots = [i for i, (_, pieces) in enumerate(calls) for _ in pieces]
+    order = draw(st.permutations(slots))
+    return calls, list(order)
+
+
+def _sdk_chunk(event: Event) -> ChatCompletionChunk:
+    return ChatCompletionChunk.model_validate(chunk(event))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    case=interleaved(),
+    ending=st.sampled_from(["tool_calls", "stop", "length", "content_filter", None, "cut", "close"]),
+    stop_at=st.floats(0, 1),
+)
+def test_random_interleavings_through_the_translator(case, ending, stop_at):
+    calls, order = case
+    telemetry = Telemetry()
+    state = StreamState(
+        Wiring(Settings(), telemetry.tracer_provider, telemetry.meter_provider),
+        RequestInfo(provider="openai", model="m"),
+    )
+    # Every call starts first (OpenAI sends a start per index before its fragments), then the
+    # fragments of all calls interleave.
+    stream = [
+        _sdk_chunk(Event(index=i, id=f"call_{i}", name=f"t{i}", arguments="")) for i in range(len(calls))
+    ]
+    cursor = [0] * len(calls)
+    for i in order:
+        stream.append(_sdk_chunk(Event(index=i, arguments=calls[i][1][cursor[i]])))
+        cursor[i] += 1
+    delivered_upto = len(stream)
+    if ending in ("cut", "close"):
+        delivered_upto = int(stop_at * len(stream))
+    elif ending is not None:
+        stream.append(_sdk_chunk(Event(finish_reason=ending)))
+        delivered_upto = len(stream)
+    for c in stream[:delivered_upto]:
+        process_chunk(state, c)
+    if ending == "cut":
+        state.failed(openai.APIConnectionError(request=None))  # type: ignore[arg-type]
+        expected: tuple[str, str | None] = ("aborted", "stream_error")
+    elif ending == "close":
+        state.closed()
+        expected = ("aborted", "closed")
+    else:
+        state.ended()
+        expected = ENDINGS[ending]
+    # What each call got before the stream stopped.
+    got: dict[int, list[str]] = {}
+    for c in stream[:delivered_upto]:
+        for tc in c.choices[0].delta.tool_calls or ():
+            if tc.function.arguments:
+                got.setdefault(tc.index, []).append(tc.function.arguments)
+    started = {tc.index for c in stream[:delivered_upto] for tc in c.choices[0].delta.tool_calls or ()}
+    spans = {s.attributes[n.TOOLCALL_INDEX]: s for s in telemetry.tool_spans()}
+    assert set(spans) == started
+    for index, span in spans.items():
+        pieces = got.get(index, [])
+        assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
+        assert span.attributes.get(n.TOOLCALL_ARGUMENTS_SIZE, 0) == len("".join(pieces).encode("utf-8"))
+        outcome = (span.attributes[n.TOOLCALL_OUTCOME], span.attributes.get(n.TOOLCALL_ABORT_REASON))
+        assert outcome == expected
+    counted = telemetry.calls_by_outcome()
+    assert counted == ({expected: len(started)} if started else {})
+    chat = telemetry.one("chat ")
+    assert chat.attributes[n.TOOLCALL_COUNT] == len(started)
