@@ -465,3 +465,24 @@ def test_any_fragmentation_of_the_wire_counts_the_same(
     assert attrs[n.TOOLCALL_OUTCOME] == "completed"
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(call.fragments)
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(arguments.encode("utf-8"))
+
+
+def test_captured_arguments_are_the_raw_input_as_received(
+    instrument: Any, telemetry: Any, client: Any, fake: Any
+) -> None:
+    instrument(capture_content=True)
+    fake.enqueue(tool_use_script([WEATHER], split=True))
+    list(converse(client))
+    (span,) = telemetry.tool_spans()
+    assert (span.attributes or {})[n.GEN_AI_TOOL_CALL_ARGUMENTS] == WEATHER.input
+
+
+def test_a_stream_held_back_and_burst_is_buffered(
+    instrument: Any, telemetry: Any, client: Any, fake: Any
+) -> None:
+    fake.enqueue(tool_use_script([WEATHER], first_byte_delay=0.3, burst=True))
+    list(converse(client))
+    chat = inference(telemetry, reason=None)
+    assert (chat.attributes or {})[n.TOOLCALL_STREAM_BUFFERED] is True
+    assert (chat.attributes or {})[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] >= 0.3
+    assert sum(p.value for p in telemetry.points("toolcall.stream.buffered")) == 1
