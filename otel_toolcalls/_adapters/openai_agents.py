@@ -1,0 +1,60 @@
+"""OpenAI Agents SDK (``openai-agents``): an ``execute_tool`` span around each function tool the
+runner executes.
+
+Choke point: ``_invoke_function_tool_with_metadata`` (the runner's call of
+``FunctionTool.on_invoke_tool`` with the ``ToolContext`` that carries ``tool_call_id``), patched
+where the runner imported it and in ``agents.tool`` (``invoke_function_tool``, realtime sessions).
+
+The SDK's own tracing is not OpenTelemetry (its spans go to its trace processors): there is no
+OpenTelemetry span of the SDK to annotate, so the package always makes its own. Hosted tools
+(web search, file search, code interpreter) run at the provider and are not executed here.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from wrapt import wrap_function_wrapper
+
+from .._execution import run_async
+from .._telemetry import Telemetry
+
+_log = logging.getLogger(__name__)
+
+_FUNCTION = "_invoke_function_tool_with_metadata"
+_MODULES = ("agents.run_internal.tool_execution", "agents.tool")
+_patched: list[str] = []
+
+
+def _invoke(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    context = kwargs.get("context")
+    tool = kwargs.get("function_tool")
+    call_id = getattr(context, "tool_call_id", None)
+    name = getattr(tool, "name", None) or getattr(context, "tool_name", None)
+    return run_async(call_id, name, wrapped, *args, **kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    for module in _MODULES:
+        try:
+            wrap_function_wrapper(module, _FUNCTION, _invoke)
+        except (ImportError, AttributeError):
+            _log.debug("otel_toolcalls: %s.%s not found; not patched", module, _FUNCTION)
+            continue
+        _patched.append(module)
+    return bool(_patched)
+
+
+def uninstrument() -> None:
+    import importlib
+
+    while _patched:
+        module = _patched.pop()
+        try:
+            unwrap(importlib.import_module(module), _FUNCTION)
+        except Exception:
+            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, _FUNCTION, exc_info=True)
