@@ -331,6 +331,23 @@ def test_helper_stream_by_response_id(telemetry, instrument, fake, client):
     assert_call(span_of(telemetry, "get_weather"), WEATHER, reason=None)
 
 
+def test_replaying_an_aborted_call_is_flagged(telemetry, instrument, fake, client):
+    fake.enqueue(cut_mid_arguments(), tool_call_script([LOOKUP]))
+    assert outcome_of(lambda: create(client))[1] is not None
+    assert tool_call_outcome(WEATHER.call_id) == "aborted"
+    history = [
+        {"type": "function_call", "call_id": WEATHER.call_id, "name": "get_weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": WEATHER.call_id, "output": "sunny"},
+    ]
+    list(client.responses.create(model=MODEL, input=history, stream=True))
+    cut, replaying = [s for s in telemetry.spans() if s.name.startswith("chat")]  # in the order they ended
+    assert n.TOOLCALL_REPLAYED_ABORTED not in cut.attributes
+    assert replaying.attributes[n.TOOLCALL_REPLAYED_ABORTED] == 1
+    (event,) = [e for e in replaying.events if e.name == n.EVENT_REPLAYED_ABORTED]
+    assert event.attributes[n.GEN_AI_TOOL_CALL_ID] == WEATHER.call_id
+    assert event.attributes[n.TOOLCALL_ABORT_REASON] == "stream_error"
+
+
 # -- the SDK behaves the same with and without instrumentation -------------------------------------
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .._replay import openai_chat_ids
+from .._replay import openai_chat_ids, openai_responses_ids
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk as chat_chunk
 from ._responses import process_event as responses_event
@@ -21,7 +21,12 @@ SDK = StainlessSDK(
     provider="openai",
     routes=[
         Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
-        Route(lambda path: _RESPONSES_PATH.search(path) is not None, responses_event, "chat"),
+        Route(
+            lambda path: _RESPONSES_PATH.search(path) is not None,
+            responses_event,
+            "chat",
+            openai_responses_ids,
+        ),
     ],
     helper_closes=[
         ("openai.lib.streaming.chat._completions", "ChatCompletionStream.close", "_response"),
