@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,7 +78,6 @@ def instrument(telemetry: Telemetry) -> Iterator[Any]:
     yield apply
     if instrumentor.is_instrumented_by_opentelemetry:
         instrumentor.uninstrument()
-    gc.collect()
 
 
 @pytest.fixture
