@@ -1,0 +1,179 @@
+"""google-genai (Gemini Developer API and Vertex AI): ``generate_content_stream``, chats'
+``send_message_stream``, sync and async, and the tools the SDK runs itself.
+
+Choke points, and why:
+- ``Models._generate_content_stream`` / ``AsyncModels._generate_content_stream``: one call per HTTP
+  request (each automatic-function-calling round and each continuation hop is its own request):
+  one ``StreamState`` each, its chunks translated by ``_gemini_chunks``.
+- ``generate_content_stream`` and chats' ``send_message_stream``: they hand the user a bare
+  generator, so the package hands back a thin proxy that sees ``close()`` (``_gemini_streams``).
+- ``_extra_utils.get_function_response_parts`` and ``invoke_function_from_dict_args`` (and their
+  async twins): where the SDK runs the user's Python tools (``_gemini_afc``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from wrapt import wrap_function_wrapper
+
+from .._core import RequestInfo, StreamState
+from .._stream import foreign_inference_span, install_exit_hook, wrap_async, wrap_sync
+from .._telemetry import Telemetry
+from . import _gemini_afc as afc
+from ._gemini_chunks import process_chunk
+from ._gemini_streams import AsyncStream, SyncStream, async_session, sync_session
+
+_log = logging.getLogger(__name__)
+
+GEMINI = "gcp.gemini"
+VERTEX_AI = "gcp.vertex_ai"
+OPERATION = "generate_content"
+
+_patched: list[tuple[str, str]] = []
+_telemetry: Telemetry | None = None
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    global _telemetry
+    try:
+        __import__("google.genai.models")
+        __import__("google.genai.chats")
+        __import__("google.genai._extra_utils")
+    except ImportError:
+        return False
+    _telemetry = telemetry
+    models, chats, extra = "google.genai.models", "google.genai.chats", "google.genai._extra_utils"
+    _wrap(models, "Models._generate_content_stream", _request_wrapper)
+    _wrap(models, "AsyncModels._generate_content_stream", _async_request_wrapper)
+    _wrap(models, "Models.generate_content_stream", _sync_stream_wrapper)
+    _wrap(models, "AsyncModels.generate_content_stream", _async_stream_wrapper)
+    _wrap(chats, "Chat.send_message_stream", _sync_stream_wrapper)
+    _wrap(chats, "AsyncChat.send_message_stream", _async_stream_wrapper)
+    _wrap(extra, "get_function_response_parts", afc.responses_wrapper)
+    _wrap(extra, "get_function_response_parts_async", afc.async_responses_wrapper)
+    _wrap(extra, "invoke_function_from_dict_args", afc.invoke_wrapper)
+    _wrap(extra, "invoke_function_from_dict_args_async", afc.async_invoke_wrapper)
+    return True
+
+
+def uninstrument() -> None:
+    global _telemetry
+    while _patched:
+        module, attr = _patched.pop()
+        owner_name, _, method = attr.rpartition(".")
+        try:
+            owner = __import__(module, fromlist=["_"])
+            unwrap(getattr(owner, owner_name) if owner_name else owner, method)
+        except Exception:
+            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
+    _telemetry = None
+
+
+def _wrap(module: str, attr: str, wrapper: Any) -> None:
+    try:
+        wrap_function_wrapper(module, attr, wrapper)
+    except (ImportError, AttributeError):
+        _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
+        return
+    _patched.append((module, attr))
+
+
+# -- the generators handed to the user -----------------------------------------------------------
+
+
+def _sync_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    stream = wrapped(*args, **kwargs)
+    if not is_instrumentation_enabled():
+        return stream
+    try:
+        return SyncStream(stream, sync_session())
+    except Exception:
+        _log.debug("otel_toolcalls: could not wrap a google-genai stream", exc_info=True)
+        return stream
+
+
+async def _async_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    stream = await wrapped(*args, **kwargs)
+    if not is_instrumentation_enabled():
+        return stream
+    try:
+        return AsyncStream(stream, async_session())
+    except Exception:
+        _log.debug("otel_toolcalls: could not wrap a google-genai stream", exc_info=True)
+        return stream
+
+
+# -- one request each ----------------------------------------------------------------------------
+
+
+def _request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # A generator function: the request is sent at the first next(), inside wrap_sync's guard.
+    iterator = wrapped(*args, **kwargs)
+    state = _new_state(instance, kwargs, sync_session())
+    if state is None:
+        return iterator
+    return wrap_sync(iterator, state, process_chunk)
+
+
+async def _async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # The request is sent by the await; the stream comes after it.
+    state = _new_state(instance, kwargs, async_session())
+    if state is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        iterator = await wrapped(*args, **kwargs)
+    except asyncio.CancelledError:
+        state.cancelled()
+        raise
+    except BaseException as exc:
+        state.failed(exc)
+        raise
+    return wrap_async(iterator, state, process_chunk)
+
+
+def _new_state(instance: Any, kwargs: Any, session: Any) -> StreamState | None:
+    telemetry = _telemetry
+    if telemetry is None or not is_instrumentation_enabled():
+        return None
+    try:
+        client = instance._api_client
+        parent = otel_context.get_current()
+        host, port = _server(client)
+        model = kwargs.get("model")
+        state = StreamState(
+            telemetry,
+            RequestInfo(
+                provider=VERTEX_AI if getattr(client, "vertexai", False) else GEMINI,
+                model=model if isinstance(model, str) else None,
+                operation=OPERATION,
+                server_address=host,
+                server_port=port,
+                start_ns=time.time_ns(),
+                parent=parent,
+                adopted_span=foreign_inference_span(parent),
+            ),
+        )
+        if session is not None:
+            session.add(state)
+        install_exit_hook()
+        return state
+    except Exception:
+        _log.debug("otel_toolcalls: could not start tracing a google-genai stream", exc_info=True)
+        return None
+
+
+def _server(client: Any) -> tuple[str | None, int | None]:
+    options = getattr(client, "_http_options", None)
+    url = getattr(options, "base_url", None)
+    if not isinstance(url, str):
+        return None, None
+    parts = urlsplit(url)
+    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.hostname or None, port
