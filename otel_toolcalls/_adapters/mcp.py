@@ -1,0 +1,62 @@
+"""MCP client: an ``execute_tool`` span around ``ClientSession.call_tool``.
+
+No call id crosses this API. The id comes from ``otel_toolcalls.tool_call_context(call_id)``, set
+by the caller around the call, or by the framework adapters around every tool they execute (a
+LangChain, pydantic-ai or openai-agents tool that calls an MCP server). Without an id, the span
+says ``toolcall.outcome = unknown`` and carries no link.
+
+Inside an execution span already open for this execution (a framework's, or the package's for the
+framework tool that calls MCP), the MCP call is part of that execution: no second span.
+The SDK's own ``MCP send tools/call`` CLIENT span (mcp 2.x) is the RPC, not the execution: it becomes
+a child of the execution span.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from wrapt import wrap_function_wrapper
+
+from .._execution import current_tool_call_id, execution_in_progress, run_async
+from .._telemetry import Telemetry
+
+_log = logging.getLogger(__name__)
+
+_MODULE = "mcp.client.session"
+_ATTR = "ClientSession.call_tool"
+_patched = False
+
+
+def _call_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if not is_instrumentation_enabled() or execution_in_progress() is not None:
+        return wrapped(*args, **kwargs)
+    name = kwargs.get("name", args[0] if args else None)
+    return run_async(
+        current_tool_call_id(), name if isinstance(name, str) else None, wrapped, *args, **kwargs
+    )
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    global _patched
+    try:
+        wrap_function_wrapper(_MODULE, _ATTR, _call_tool)
+    except (ImportError, AttributeError):
+        _log.debug("otel_toolcalls: %s.%s not found; mcp not patched", _MODULE, _ATTR)
+        return False
+    _patched = True
+    return True
+
+
+def uninstrument() -> None:
+    global _patched
+    if not _patched:
+        return
+    _patched = False
+    try:
+        from mcp.client.session import ClientSession
+
+        unwrap(ClientSession, "call_tool")
+    except Exception:
+        _log.debug("otel_toolcalls: could not unwrap %s.%s", _MODULE, _ATTR, exc_info=True)

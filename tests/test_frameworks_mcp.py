@@ -1,0 +1,110 @@
+"""MCP client: call_tool against an in-process MCP server, the call id given by tool_call_context
+(by the caller, or by a framework adapter around the framework tool that calls MCP)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+pytest.importorskip("mcp.server.mcpserver")
+
+from mcp.client.client import Client
+from mcp.server.mcpserver import MCPServer
+
+from otel_toolcalls import IncompleteToolCallError, tool_call_context
+from otel_toolcalls._execution import current_tool_call_id
+from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
+
+ran: list[str] = []
+server = MCPServer("weather")
+
+
+@server.tool()
+def get_weather(location: str) -> str:
+    ran.append(location)
+    return f"sunny in {location}"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    ran.clear()
+
+
+def _stream(fake: Any, *, cut_after: int | None = None) -> None:
+    fake.enqueue(tool_call_script([WEATHER], cut_after=cut_after))
+    client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+    try:
+        for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[], stream=True):
+            pass
+    except (httpx.HTTPError, openai.APIError):
+        assert cut_after is not None
+
+
+def _executions(telemetry: Any) -> list[Any]:
+    return [s for s in telemetry.spans() if s.name.startswith("execute_tool ")]
+
+
+async def test_call_id_from_context_links_the_completed_call(
+    instrument: Any, telemetry: Any, fake: Any
+) -> None:
+    _stream(fake)
+    async with Client(server) as client:
+        with tool_call_context(WEATHER.id):
+            result = await client.call_tool("get_weather", {"location": "Bern"})
+    assert result.is_error is False
+    assert ran == ["Bern"]
+    call = telemetry.one("tool_call get_weather")
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["gen_ai.tool.call.id"] == WEATHER.id
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+
+
+async def test_strict_refuses_an_aborted_call(instrument: Any, telemetry: Any, fake: Any) -> None:
+    instrument(strict=True)
+    _stream(fake, cut_after=3)
+    async with Client(server) as client, tool_call_context(WEATHER.id):
+        with pytest.raises(IncompleteToolCallError):
+            await client.call_tool("get_weather", {"location": "Zü"})
+    assert ran == []
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "aborted"
+    assert execution.attributes["toolcall.abort_reason"] == "stream_error"
+    assert execution.links == ()
+
+
+async def test_without_a_call_id_the_outcome_is_unknown(instrument: Any, telemetry: Any) -> None:
+    async with Client(server) as client:
+        await client.call_tool("get_weather", {"location": "Bern"})
+    (execution,) = _executions(telemetry)
+    assert execution.name == "execute_tool get_weather"
+    assert execution.attributes["toolcall.outcome"] == "unknown"
+    assert "gen_ai.tool.call.id" not in execution.attributes
+    assert execution.links == ()
+    assert current_tool_call_id() is None
+
+
+async def test_framework_tool_calling_mcp_makes_one_span(instrument: Any, telemetry: Any, fake: Any) -> None:
+    lc_tools = pytest.importorskip("langchain_core.tools")
+    seen: list[str | None] = []
+
+    @lc_tools.tool
+    async def get_weather(location: str, unit: str = "", days: int = 1, note: str = "") -> str:
+        """Weather, from the MCP server."""
+        seen.append(current_tool_call_id())
+        async with Client(server) as client:
+            result = await client.call_tool("get_weather", {"location": location})
+        return str(result.structured_content)
+
+    _stream(fake)
+    await get_weather.ainvoke(
+        {"name": "get_weather", "args": {"location": "Bern"}, "id": WEATHER.id, "type": "tool_call"}
+    )
+    assert seen == [WEATHER.id]  # the LangChain adapter set the id for code inside the tool
+    assert ran == ["Bern"]
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert len(execution.links) == 1
