@@ -459,3 +459,14 @@ async def test_async_cancelled_while_awaiting_a_fragment(telemetry, instrument, 
         await task
     assert_call(span_of(telemetry, "get_weather"), WEATHER, reason="cancelled", delivered=1)
     assert_stream(telemetry, reason="cancelled", count=1, finish="error")
+
+
+async def test_async_dropped_mid_call_is_abandoned(telemetry, instrument, fake, aclient):
+    fake.enqueue(script_for(events_for([WEATHER]), pace=0.001))
+    stream = await aclient.responses.create(model=MODEL, input="x", stream=True)
+    while (await stream.__anext__()).type != "response.function_call_arguments.delta":
+        pass
+    del stream
+    gc.collect()
+    assert_call(span_of(telemetry, "get_weather"), WEATHER, reason="abandoned", delivered=1)
+    assert_stream(telemetry, reason="abandoned", count=1, finish="error")
