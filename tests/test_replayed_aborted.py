@@ -270,3 +270,51 @@ def test_anthropic_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) 
     else:
         assert "toolcall.replayed_aborted" not in second.attributes
         assert points == []
+
+
+# -- AWS Bedrock ConverseStream ----------------------------------------------------------------------
+
+
+def _bedrock_turn(kept: bool) -> list[dict[str, Any]]:
+    from otel_toolcalls.testing.bedrock import WEATHER as TOOL_USE
+
+    user = {"role": "user", "content": [{"text": "weather in Zürich?"}]}
+    if not kept:
+        return [user]
+    use = {"toolUse": {"toolUseId": TOOL_USE.id, "name": TOOL_USE.name, "input": {"location": "Zü"}}}
+    result = {"toolResult": {"toolUseId": TOOL_USE.id, "content": [{"text": "sunny"}]}}
+    return [user, {"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_bedrock_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) -> None:
+    boto3 = pytest.importorskip("boto3")
+    from botocore.config import Config
+
+    from otel_toolcalls.testing.bedrock import MODEL, Text, tool_use_script
+    from otel_toolcalls.testing.bedrock import WEATHER as TOOL_USE
+
+    fake.enqueue(tool_use_script([TOOL_USE], stop_reason="max_tokens"))
+    fake.enqueue(tool_use_script([Text("Sunny.")], stop_reason="end_turn"))
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=fake.base_url,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    for messages in (_bedrock_turn(False), _bedrock_turn(kept)):
+        for _ in client.converse_stream(modelId=MODEL, messages=messages)["stream"]:
+            pass
+    assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
+    second = [s for s in telemetry.spans() if s.name.startswith("chat ")][-1]
+    points = _replayed_points(telemetry)
+    if kept:
+        assert second.attributes["toolcall.replayed_aborted"] == 1
+        (event,) = second.events
+        assert event.attributes["gen_ai.tool.call.id"] == TOOL_USE.id
+        assert [(p.value, p.attributes["gen_ai.provider.name"]) for p in points] == [(1, "aws.bedrock")]
+    else:
+        assert "toolcall.replayed_aborted" not in second.attributes
+        assert points == []

@@ -28,6 +28,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
 from wrapt import wrap_function_wrapper
 
+from .. import _replay
 from .._core import RequestInfo, StreamState
 from .._stream import bind, close_seen, foreign_inference_span, install_exit_hook, watch, wrap_sync
 from .._telemetry import Telemetry
@@ -53,6 +54,7 @@ class _Request:
     host: str | None
     port: int | None
     state: StreamState | None = None
+    replayed: _replay.Replayed | None = None
 
 
 _pending: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
@@ -77,6 +79,9 @@ def instrument(telemetry: Telemetry) -> bool:
     def api_call_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
             request = _begin(instance, args, kwargs)
+            if request is not None:
+                params = args[1] if len(args) > 1 else kwargs.get("api_params")
+                request.replayed = _replay.scan(telemetry, _replay.bedrock_ids, params)
         except Exception:
             _log.debug("otel_toolcalls: could not read a Bedrock request", exc_info=True)
             request = None
@@ -158,6 +163,7 @@ def _start_stream(telemetry: Telemetry, stream: Any) -> None:
         request = _Request(time.time_ns(), otel_context.get_current(), None, None, None)
     state = StreamState(telemetry, _request_info(request))
     request.state = state
+    _replay.record(telemetry, request.replayed, state.span, PROVIDER, request.model)
     stream._event_generator = wrap_sync(events, state, _raw_event)
     stream._parse_event = _parse_hook(stream._parse_event, state)
     bind(stream, state)
