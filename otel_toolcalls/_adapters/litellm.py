@@ -14,11 +14,14 @@ class, and for a traced stream they pull through the package's finalize-once gen
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import wrapt
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
 from wrapt import wrap_function_wrapper
 
@@ -129,7 +132,31 @@ async def _apull(next_chunk: Any) -> AsyncIterator[Any]:
         yield chunk
 
 
+_deferred: Telemetry | None = None
+
+
 def instrument(telemetry: Telemetry) -> bool:
+    global _deferred
+    if importlib.util.find_spec("litellm") is None:
+        return False
+    if "litellm" in sys.modules:
+        return _patch(telemetry)
+    # Importing litellm takes seconds and may fetch its cost map over the network: an application
+    # that never imports it must not pay for it. Patch when (and if) the application imports it.
+    _deferred = telemetry
+    wrapt.register_post_import_hook(_on_import, "litellm")
+    return True
+
+
+def _on_import(module: Any) -> None:
+    if _deferred is not None and not _patched:
+        try:
+            _patch(_deferred)
+        except Exception:
+            _log.debug("otel_toolcalls: could not instrument litellm", exc_info=True)
+
+
+def _patch(telemetry: Telemetry) -> bool:
     try:
         __import__(_MODULE)
     except ImportError:
@@ -197,6 +224,10 @@ def instrument(telemetry: Telemetry) -> bool:
 
 
 def uninstrument() -> None:
+    global _deferred
+    _deferred = None
+    if not _patched:
+        return
     module = __import__(_MODULE, fromlist=["CustomStreamWrapper"])
     while _patched:
         owner, _, method = _patched.pop().rpartition(".")
