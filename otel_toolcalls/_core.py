@@ -28,7 +28,17 @@ _time_ns = time.time_ns
 # Finish/stop reasons, matched on lower-cased text, so a name the table does not list still lands in
 # the right class (TELEMETRY.md section 6: "token limits of any name", "refusal of any name").
 _TRUNCATING = ("length", "max_tokens", "max_output_tokens", "context_window", "token_limit")
-_FILTERING = ("filter", "safety", "recitation", "blocklist", "prohibited", "guardrail", "refusal", "spii")
+_FILTERING = (
+    "filter",
+    "safety",
+    "recitation",
+    "blocklist",
+    "prohibited",
+    "guardrail",
+    "refusal",
+    "spii",
+    "armor",
+)
 _ERRORING = frozenset({"error", "timeout", "failed"})
 
 
