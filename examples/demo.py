@@ -107,9 +107,17 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
 
     def show(span: ReadableSpan, depth: int) -> None:
         a = span.attributes or {}
-        bits = [f"{k.split('.')[-1]}={a[k]}" for k in (
-            "toolcall.outcome", "toolcall.abort_reason", "toolcall.arguments.deltas",
-            "toolcall.arguments.size", "gen_ai.tool.call.id") if k in a]
+        bits = [
+            f"{k.split('.')[-1]}={a[k]}"
+            for k in (
+                "toolcall.outcome",
+                "toolcall.abort_reason",
+                "toolcall.arguments.deltas",
+                "toolcall.arguments.size",
+                "gen_ai.tool.call.id",
+            )
+            if k in a
+        ]
         links = [f"link->{names.get(link.context.span_id, '?')}" for link in span.links]
         print("   " * depth + f"- {span.name} [{span.status.status_code.name}] " + " ".join(bits + links))
         for child in by_parent.get(span.context.span_id, []):
@@ -150,7 +158,9 @@ def main() -> int:
                 if m.name == "toolcall.calls":
                     for p in m.data.data_points:
                         a = p.attributes
-                        print(f"   {a.get('toolcall.outcome')}/{a.get('toolcall.abort_reason', '-')}: {p.value}")
+                        print(
+                            f"   {a.get('toolcall.outcome')}/{a.get('toolcall.abort_reason', '-')}: {p.value}"
+                        )
     tracer_provider.shutdown()
     meter_provider.shutdown()
     return 0
