@@ -71,7 +71,7 @@ def _consume(client: openai.OpenAI, style: str) -> tuple[list[dict], tuple[type,
                     if i == 3:
                         stream.close()
                         break
-            got.append({"after_close": list(stream)})
+            # What iterating after close() yields depends on what the socket had buffered: not compared.
         elif style == "helper":
             kwargs = request()
             del kwargs["stream"]
@@ -99,7 +99,7 @@ def test_same_chunks_and_exceptions(telemetry, instrument, fake, name, style):
     instrument()
     traced = _run(fake, _scripts()[name], style)
     assert traced == bare
-    if name in ("cut", "legacy_error"):
+    if name in ("cut", "legacy_error") and style != "with_close":  # closed before the error
         assert bare[1] is not None
     if name == "completed" and style != "with_close":
         assert len(telemetry.tool_spans()) == 2
