@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,7 +81,26 @@ def instrument(telemetry: Telemetry) -> Iterator[Any]:
         instrumentor.uninstrument()
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeProvider]:
+@pytest.fixture(scope="session", autouse=True)
+def frozen_heap() -> None:
+    """Instrument once so every adapter's SDK is imported, then freeze the heap: later collections
+    (the tests that check garbage-collected streams) walk only the tests' own objects."""
+    probe = ToolCallsInstrumentor()
+    probe.instrument(tracer_provider=TracerProvider(), meter_provider=MeterProvider())
+    probe.uninstrument()
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture(scope="module")
+def shared_provider() -> Iterator[FakeProvider]:
     with FakeProvider() as provider:
         yield provider
+
+
+@pytest.fixture
+def fake(shared_provider: FakeProvider) -> Iterator[FakeProvider]:
+    """One server per test module; each test starts with no script queued and no request seen."""
+    shared_provider.reset()
+    yield shared_provider
+    shared_provider.reset()  # a failed test must not leave its script to the next one

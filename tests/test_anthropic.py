@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -26,18 +25,10 @@ LOOKUP = ToolUse(name="lookup", id="toolu_lookup_02", arguments='{"q": "größe"
 MESSAGES = [{"role": "user", "content": "weather?"}]
 
 
-@pytest.fixture(scope="module")
-def shared_fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
 
 
-@pytest.fixture
-def fake(shared_fake: FakeProvider) -> FakeProvider:
-    # One server for the module: stopping one costs half a second (its accept loop's poll).
-    shared_fake._scripts.clear()
-    shared_fake.requests.clear()
-    return shared_fake
+
+
 
 
 def client(fake: FakeProvider, **options: Any) -> anthropic.Anthropic:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -17,19 +16,6 @@ from otel_toolcalls import _names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as wire
 from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text, ToolUse
-
-
-@pytest.fixture(scope="module")
-def shared_fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
-@pytest.fixture
-def fake(shared_fake: FakeProvider) -> FakeProvider:
-    shared_fake._scripts.clear()
-    shared_fake.requests.clear()
-    return shared_fake
 
 
 def client(fake: FakeProvider, **options: Any) -> anthropic.AsyncAnthropic:

@@ -1,6 +1,5 @@
 """execute_tool: the execution span, the link only to completed calls, strict refusal, metrics."""
 
-# ruff: noqa: F811  (pytest fixtures imported from the openai module are parameters here)
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from typing import Any
 import openai
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from test_openai_chat import fake, frozen_heap, shared_provider  # noqa: F401
 
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
 from otel_toolcalls import _names as n

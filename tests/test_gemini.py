@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,22 +18,10 @@ from otel_toolcalls.testing import gemini as g
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
 
 
-@pytest.fixture
-def fake(_server: FakeProvider) -> FakeProvider:
-    """One server for the module (stopping one takes half a second); each test starts it empty.
 
-    The SDK's types make a large heap that each gc.collect() of the fixtures would walk again:
-    what exists before the test is frozen, so the collections stay cheap."""
-    gc.freeze()
-    _server.requests.clear()
-    _server._scripts.clear()
-    return _server
+
 
 
 WEATHER_ARGS = {"city": "Zürich, Schweiz", "days": 14, "ratio": -0.25, "metric": True, "note": None}

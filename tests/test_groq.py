@@ -1,6 +1,5 @@
 """The real groq SDK against the FakeProvider: the OpenAI chat adapter, ``gen_ai.provider.name = groq``."""
 
-# ruff: noqa: F811  (pytest fixtures imported from the sync module are parameters here)
 
 from __future__ import annotations
 
@@ -10,13 +9,10 @@ from typing import Any
 import groq
 import pytest
 from opentelemetry.trace import StatusCode
-from test_openai_chat import (  # noqa: F401  (fixtures shared with the openai tests)
+from test_openai_chat import (
     assert_call,
     assert_parented,
-    fake,
-    frozen_heap,
     inference,
-    shared_provider,
 )
 
 from otel_toolcalls import _names as n

@@ -1,6 +1,5 @@
 """The SDK behaves the same with and without the package, and our faults never reach the host."""
 
-# ruff: noqa: F811  (pytest fixtures imported from the openai module are parameters here)
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ import openai
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from test_openai_chat import fake, frozen_heap, shared_provider  # noqa: F401
 
 from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls.testing import Script, sse

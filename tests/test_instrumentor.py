@@ -1,7 +1,6 @@
 """The instrumentor: idempotent, reversible, suppressible, loadable by opentelemetry-instrument, and
 the interpreter-exit path that ends open calls before the tracer provider shuts down."""
 
-# ruff: noqa: F811  (pytest fixtures imported from the openai module are parameters here)
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ import groq
 import openai
 import pytest
 from opentelemetry.instrumentation.utils import suppress_instrumentation
-from test_openai_chat import fake, frozen_heap, shared_provider  # noqa: F401
 
 from otel_toolcalls import _names as n
 from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script

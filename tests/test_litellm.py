@@ -12,7 +12,6 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import asyncio
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,10 +27,7 @@ CLOCK = ToolCall(name="get_time", id="call_time_2", arguments='{"tz": "Europe/Zu
 VLLM = "hosted_vllm/qwen3-8b"
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
+
 
 
 def options(fake: FakeProvider, model: str) -> dict[str, Any]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,11 +21,7 @@ MESSAGES = [{"role": "user", "content": "Weather in Zürich, and the time?"}]
 CLOCK = ToolCall(name="get_time", id="D681PevKs", arguments='{"tz": "Europe/Zurich", "offset": -120}')
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    # One server and one client for the module: each test queues exactly the scripts it reads.
-    with FakeProvider() as provider:
-        yield provider
+
 
 
 _clients: dict[int, Mistral] = {}

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
-from otel_toolcalls import ToolCallsInstrumentor, execute_tool
 from otel_toolcalls import _names as n
-from otel_toolcalls.testing import FakeProvider, Script, awkward_points, sse
+from otel_toolcalls import execute_tool
+from otel_toolcalls.testing import Script, awkward_points, sse
 from otel_toolcalls.testing.openai_chat import (
     MODEL,
     PARALLEL,
@@ -78,29 +76,13 @@ def assert_parented(telemetry: Any) -> None:
         assert span.context.trace_id == parent.context.trace_id
 
 
-@pytest.fixture(scope="session", autouse=True)
-def frozen_heap() -> None:
-    """The ``instrument`` fixture's teardown gc.collect() walks every module the adapters import
-    (~0.8 s a test); freezing the heap once they are imported leaves it the tests' own objects."""
-    probe = ToolCallsInstrumentor()
-    probe.instrument(tracer_provider=TracerProvider(), meter_provider=MeterProvider())
-    probe.uninstrument()
-    gc.collect()
-    gc.freeze()
 
 
-@pytest.fixture(scope="module")
-def shared_provider() -> Iterator[FakeProvider]:
-    # One server per module: stopping one waits out serve_forever's 0.5 s poll.
-    with FakeProvider() as provider:
-        yield provider
 
 
-@pytest.fixture
-def fake(shared_provider: FakeProvider) -> Iterator[FakeProvider]:
-    shared_provider.requests.clear()
-    yield shared_provider
-    shared_provider._scripts.clear()  # a failed test must not leave its script to the next one
+
+
+
 
 
 @pytest.fixture

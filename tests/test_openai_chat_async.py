@@ -1,6 +1,5 @@
 """The real openai SDK (async) against the FakeProvider: the async twin of each way in and each end."""
 
-# ruff: noqa: F811  (pytest fixtures imported from the sync module are parameters here)
 
 from __future__ import annotations
 
@@ -12,13 +11,10 @@ import openai
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
-from test_openai_chat import (  # noqa: F401  (fixtures shared with the sync tests)
+from test_openai_chat import (
     assert_call,
     assert_parented,
-    fake,
-    frozen_heap,
     inference,
-    shared_provider,
 )
 
 from otel_toolcalls import _names as n

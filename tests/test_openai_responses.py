@@ -6,20 +6,18 @@ import asyncio
 import gc
 import itertools
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
-from otel_toolcalls import ToolCallsInstrumentor, tool_call_outcome
 from otel_toolcalls import _names as n
-from otel_toolcalls.testing import FakeProvider, Script, sse
+from otel_toolcalls import tool_call_outcome
+from otel_toolcalls.testing import Script, sse
 from otel_toolcalls.testing.openai_responses import (
     MODEL,
     RESPONSE_ID,
@@ -38,29 +36,13 @@ MCP = ToolCall(
 )
 
 
-@pytest.fixture(scope="session", autouse=True)
-def frozen_heap() -> None:
-    """The ``instrument`` fixture's teardown gc.collect() walks every module the adapters import;
-    freezing the heap once they are imported leaves it the tests' own objects (as test_openai_chat)."""
-    probe = ToolCallsInstrumentor()
-    probe.instrument(tracer_provider=TracerProvider(), meter_provider=MeterProvider())
-    probe.uninstrument()
-    gc.collect()
-    gc.freeze()
 
 
-@pytest.fixture(scope="module")
-def shared_provider() -> Iterator[FakeProvider]:
-    # One server per module: stopping one waits out serve_forever's 0.5 s poll.
-    with FakeProvider() as provider:
-        yield provider
 
 
-@pytest.fixture
-def fake(shared_provider: FakeProvider) -> Iterator[FakeProvider]:
-    shared_provider.requests.clear()
-    yield shared_provider
-    shared_provider._scripts.clear()  # a failed test must not leave its script to the next one
+
+
+
 
 
 @pytest.fixture

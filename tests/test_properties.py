@@ -2,7 +2,6 @@
 calls, random endings give exact counts and outcomes. A few examples go over a real socket; many
 drive the translator with ChatCompletionChunk objects built by the openai SDK's own model classes."""
 
-# ruff: noqa: F811  (pytest fixtures imported from the openai module are parameters here)
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ from conftest import Telemetry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
-from test_openai_chat import fake, frozen_heap, shared_provider  # noqa: F401
 
 from otel_toolcalls import _names as n
 from otel_toolcalls._adapters._chat_completions import process_chunk

@@ -136,6 +136,12 @@ class FakeProvider:
         body = json.dumps({"error": {"message": f"no script queued for {request.path}"}}).encode()
         return Script([body], status=500, content_type="application/json")
 
+    def reset(self) -> None:
+        """Forget queued scripts and recorded requests (one server shared by several tests)."""
+        with self._lock:
+            self._scripts.clear()
+        self.requests.clear()
+
     @property
     def port(self) -> int:
         assert self._server is not None, "FakeProvider is not started"
@@ -149,7 +155,9 @@ class FakeProvider:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.owner = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-provider", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-provider", daemon=True
+        )
         self._thread.start()
         return self
 
