@@ -185,3 +185,38 @@ def test_disabled_by_env_under_opentelemetry_instrument(disabled):
     assert result.returncode == 0, result.stderr
     names = {s["name"] for s in _console_spans(result.stdout)}
     assert "tool_call get_weather" not in names
+
+
+def _patch_sets(instrumentor):
+    from otel_toolcalls._adapters._patches import Patches
+
+    for adapter in instrumentor._instrumented:
+        for value in vars(adapter).values():
+            patches = getattr(value, "_patches", value)
+            if isinstance(patches, Patches):
+                yield adapter.__name__, patches
+
+
+def _resolve(module, attr):
+    import importlib
+
+    owner = importlib.import_module(module)
+    *path, name = attr.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    return owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+
+
+def test_every_adapter_unwraps_exactly_what_it_wrapped(instrument):
+    import wrapt
+
+    instrumentor = instrument()
+    made = [(name, m, a) for name, patches in _patch_sets(instrumentor) for m, a in patches._made]
+    adapters = {name.rsplit(".", 1)[-1] for name, _, _ in made}
+    # Every SDK of the test extra is installed: every adapter patched something.
+    assert {"openai", "groq", "anthropic", "bedrock", "gemini", "mistral", "cohere", "langchain"} <= adapters
+    for _, module, attr in made:
+        assert isinstance(_resolve(module, attr), wrapt.FunctionWrapper), (module, attr)
+    instrumentor.uninstrument()
+    for _, module, attr in made:
+        assert not isinstance(_resolve(module, attr), wrapt.FunctionWrapper), (module, attr)

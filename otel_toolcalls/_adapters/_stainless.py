@@ -22,8 +22,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _replay
 from .._core import RequestInfo, StreamState
@@ -38,6 +37,7 @@ from .._stream import (
     wrap_sync,
 )
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class StainlessSDK:
     # copy (anthropic): the copy dies with the SDK's generator, even when the stream ended normally;
     # dropping the user's object closes the wrapping generator instead, which reports `abandoned`.
     watch_streams: bool = True
-    _patched: list[tuple[str, str]] = field(default_factory=list)
+    _patches: Patches = field(default_factory=Patches)
 
     # -- wiring ------------------------------------------------------------------------------------
 
@@ -259,33 +259,18 @@ class StainlessSDK:
 
         streaming = f"{self.module}._streaming"
         base = f"{self.module}._base_client"
-        self._wrap(streaming, "Stream.__stream__", stream_wrapper)
-        self._wrap(streaming, "AsyncStream.__stream__", stream_wrapper)
-        self._wrap(streaming, "Stream.close", close_wrapper("response"))
-        self._wrap(streaming, "AsyncStream.close", close_wrapper("response"))
-        self._wrap(base, "SyncAPIClient.request", request_wrapper)
-        self._wrap(base, "AsyncAPIClient.request", async_request_wrapper)
+        self._patches.wrap(streaming, "Stream.__stream__", stream_wrapper)
+        self._patches.wrap(streaming, "AsyncStream.__stream__", stream_wrapper)
+        self._patches.wrap(streaming, "Stream.close", close_wrapper("response"))
+        self._patches.wrap(streaming, "AsyncStream.close", close_wrapper("response"))
+        self._patches.wrap(base, "SyncAPIClient.request", request_wrapper)
+        self._patches.wrap(base, "AsyncAPIClient.request", async_request_wrapper)
         for module, attr, response_attribute in self.helper_closes:
-            self._wrap(module, attr, close_wrapper(response_attribute))
+            self._patches.wrap(module, attr, close_wrapper(response_attribute))
         return True
 
     def uninstrument(self) -> None:
-        while self._patched:
-            module, attr = self._patched.pop()
-            owner_name, _, method = attr.rpartition(".")
-            try:
-                owner = __import__(module, fromlist=[owner_name])
-                unwrap(getattr(owner, owner_name), method)
-            except Exception:
-                _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
-
-    def _wrap(self, module: str, attr: str, wrapper: Callable[..., Any]) -> None:
-        try:
-            wrap_function_wrapper(module, attr, wrapper)
-        except (ImportError, AttributeError):
-            _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
-            return
-        self._patched.append((module, attr))
+        self._patches.unwrap_all()
 
     def _provider(self, client: Any) -> str:
         if self.provider_of is not None and client is not None:

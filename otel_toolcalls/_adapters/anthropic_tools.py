@@ -20,18 +20,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _names as n
 from .._linking import IncompleteToolCallError, annotate_execution, execute_tool
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "anthropic.lib.tools._beta_runner"
 _TARGET = "BaseToolRunner._tool_use_span"
-_patched = False
+_patches = Patches()
 
 
 def _sdk_execution_span(call_id: str) -> Any:
@@ -99,24 +99,8 @@ def _wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    global _patched
-    try:
-        wrap_function_wrapper(_MODULE, _TARGET, _wrapper)
-    except (ImportError, AttributeError):
-        _log.debug("otel_toolcalls: %s.%s not found; not patched", _MODULE, _TARGET)
-        return False
-    _patched = True
-    return True
+    return _patches.wrap(_MODULE, _TARGET, _wrapper)
 
 
 def uninstrument() -> None:
-    global _patched
-    if not _patched:
-        return
-    try:
-        from anthropic.lib.tools import _beta_runner
-
-        unwrap(_beta_runner.BaseToolRunner, "_tool_use_span")
-    except Exception:
-        _log.debug("otel_toolcalls: could not unwrap %s.%s", _MODULE, _TARGET, exc_info=True)
-    _patched = False
+    _patches.unwrap_all()

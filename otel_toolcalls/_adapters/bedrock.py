@@ -25,14 +25,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _replay
 from .._core import RequestInfo, StreamState
 from .._stream import bind, close_seen, foreign_inference_span, install_exit_hook, watch, wrap_sync
 from .._telemetry import Telemetry
 from ._bedrock_converse import process_event
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class _Request:
 _pending: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
     "otel_toolcalls_bedrock_pending", default=None
 )
-_patched: list[tuple[str, str, str]] = []
+_patches = Patches()
 
 
 def _raw_event(state: StreamState, message: Any) -> None:
@@ -107,23 +107,13 @@ def instrument(telemetry: Telemetry) -> bool:
 
     wrappers = {"_make_api_call": api_call_wrapper, "__init__": init_wrapper, "close": close_wrapper}
     for module, owner, method in _PATCHES:
-        try:
-            wrap_function_wrapper(module, f"{owner}.{method}", wrappers[method])
-        except (ImportError, AttributeError):
-            _log.debug("otel_toolcalls: %s.%s.%s not found; not patched", module, owner, method)
-            continue
-        _patched.append((module, owner, method))
-    return bool(_patched)
+        _patches.wrap(module, f"{owner}.{method}", wrappers[method])
+    return bool(_patches)
 
 
 def uninstrument() -> None:
     # Streams already built keep their per-instance hooks and end as they would have.
-    while _patched:
-        module, owner, method = _patched.pop()
-        try:
-            unwrap(getattr(__import__(module, fromlist=[owner]), owner), method)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap %s.%s.%s", module, owner, method, exc_info=True)
+    _patches.unwrap_all()
 
 
 def _begin(client: Any, args: Any, kwargs: Any) -> _Request | None:

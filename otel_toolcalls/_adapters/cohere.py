@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import ObjectProxy, wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from wrapt import ObjectProxy
 
 from .._core import RequestInfo, StreamState
 from .._stream import (
@@ -34,13 +34,14 @@ from .._stream import (
     wrap_sync,
 )
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 PROVIDER = "cohere"
 _MODULE = "cohere.v2.client"
 _RAW = "cohere.v2.raw_client"
-_patched: list[tuple[str, str]] = []
+_patches = Patches()
 
 
 # -- translator: one small function per event type ---------------------------------------------------
@@ -242,27 +243,12 @@ def instrument(telemetry: Telemetry) -> bool:
     # The raw client makes every v2 stream, whatever client object leads there. The public method
     # only adds the proxy; cohere's Client binds its methods in __init__, so a client made before
     # instrument() keeps the bare generator (its close() is then recorded as abandoned).
-    _wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)
-    _wrap(_RAW, "AsyncRawV2Client.chat_stream", raw_chat_stream)
-    _wrap(_MODULE, "V2Client.chat_stream", chat_stream)
-    _wrap(_MODULE, "AsyncV2Client.chat_stream", chat_stream)
+    _patches.wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)
+    _patches.wrap(_RAW, "AsyncRawV2Client.chat_stream", raw_chat_stream)
+    _patches.wrap(_MODULE, "V2Client.chat_stream", chat_stream)
+    _patches.wrap(_MODULE, "AsyncV2Client.chat_stream", chat_stream)
     return True
 
 
-def _wrap(module: str, attr: str, wrapper: Any) -> None:
-    try:
-        wrap_function_wrapper(module, attr, wrapper)
-    except (ImportError, AttributeError):
-        _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
-        return
-    _patched.append((module, attr))
-
-
 def uninstrument() -> None:
-    while _patched:
-        module, attr = _patched.pop()
-        owner, _, method = attr.rpartition(".")
-        try:
-            unwrap(getattr(__import__(module, fromlist=[owner]), owner), method)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
+    _patches.unwrap_all()

@@ -20,8 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._core import RequestInfo, StreamState
 from .._stream import foreign_inference_span, install_exit_hook, wrap_async, wrap_sync
@@ -29,6 +28,7 @@ from .._telemetry import Telemetry
 from . import _gemini_afc as afc
 from ._gemini_chunks import process_chunk
 from ._gemini_streams import AsyncStream, SyncStream, async_session, sync_session
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ GEMINI = "gcp.gemini"
 VERTEX_AI = "gcp.vertex_ai"
 OPERATION = "generate_content"
 
-_patched: list[tuple[str, str]] = []
+_patches = Patches()
 _telemetry: Telemetry | None = None
 
 
@@ -50,39 +50,23 @@ def instrument(telemetry: Telemetry) -> bool:
         return False
     _telemetry = telemetry
     models, chats, extra = "google.genai.models", "google.genai.chats", "google.genai._extra_utils"
-    _wrap(models, "Models._generate_content_stream", _request_wrapper)
-    _wrap(models, "AsyncModels._generate_content_stream", _async_request_wrapper)
-    _wrap(models, "Models.generate_content_stream", _sync_stream_wrapper)
-    _wrap(models, "AsyncModels.generate_content_stream", _async_stream_wrapper)
-    _wrap(chats, "Chat.send_message_stream", _sync_stream_wrapper)
-    _wrap(chats, "AsyncChat.send_message_stream", _async_stream_wrapper)
-    _wrap(extra, "get_function_response_parts", afc.responses_wrapper)
-    _wrap(extra, "get_function_response_parts_async", afc.async_responses_wrapper)
-    _wrap(extra, "invoke_function_from_dict_args", afc.invoke_wrapper)
-    _wrap(extra, "invoke_function_from_dict_args_async", afc.async_invoke_wrapper)
+    _patches.wrap(models, "Models._generate_content_stream", _request_wrapper)
+    _patches.wrap(models, "AsyncModels._generate_content_stream", _async_request_wrapper)
+    _patches.wrap(models, "Models.generate_content_stream", _sync_stream_wrapper)
+    _patches.wrap(models, "AsyncModels.generate_content_stream", _async_stream_wrapper)
+    _patches.wrap(chats, "Chat.send_message_stream", _sync_stream_wrapper)
+    _patches.wrap(chats, "AsyncChat.send_message_stream", _async_stream_wrapper)
+    _patches.wrap(extra, "get_function_response_parts", afc.responses_wrapper)
+    _patches.wrap(extra, "get_function_response_parts_async", afc.async_responses_wrapper)
+    _patches.wrap(extra, "invoke_function_from_dict_args", afc.invoke_wrapper)
+    _patches.wrap(extra, "invoke_function_from_dict_args_async", afc.async_invoke_wrapper)
     return True
 
 
 def uninstrument() -> None:
     global _telemetry
-    while _patched:
-        module, attr = _patched.pop()
-        owner_name, _, method = attr.rpartition(".")
-        try:
-            owner = __import__(module, fromlist=["_"])
-            unwrap(getattr(owner, owner_name) if owner_name else owner, method)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
+    _patches.unwrap_all()
     _telemetry = None
-
-
-def _wrap(module: str, attr: str, wrapper: Any) -> None:
-    try:
-        wrap_function_wrapper(module, attr, wrapper)
-    except (ImportError, AttributeError):
-        _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
-        return
-    _patched.append((module, attr))
 
 
 # -- the generators handed to the user -----------------------------------------------------------

@@ -14,16 +14,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import run_async, run_sync
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "langchain_core.tools.base"
-_patched: list[str] = []
+_patches = Patches()
 
 
 def _run(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -45,21 +45,10 @@ def instrument(telemetry: Telemetry) -> bool:
         __import__(_MODULE)
     except ImportError:
         return False
-    for attr, wrapper in (("BaseTool.run", _run), ("BaseTool.arun", _arun)):
-        try:
-            wrap_function_wrapper(_MODULE, attr, wrapper)
-            _patched.append(attr)
-        except AttributeError:
-            _log.debug("otel_toolcalls: %s.%s not found; not patched", _MODULE, attr)
-    return bool(_patched)
+    _patches.wrap(_MODULE, "BaseTool.run", _run)
+    _patches.wrap(_MODULE, "BaseTool.arun", _arun)
+    return bool(_patches)
 
 
 def uninstrument() -> None:
-    from langchain_core.tools import base
-
-    while _patched:
-        owner, _, method = _patched.pop().rpartition(".")
-        try:
-            unwrap(getattr(base, owner), method)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap %s.%s", owner, method, exc_info=True)
+    _patches.unwrap_all()

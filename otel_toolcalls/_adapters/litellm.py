@@ -22,19 +22,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import wrapt
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._core import RequestInfo, StreamState
 from .._stream import bound, foreign_inference_span, install_exit_hook, watch, wrap_async, wrap_sync
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "litellm.litellm_core_utils.streaming_handler"
 _ATTRIBUTE = "_otel_toolcalls_stream"
-_patched: list[str] = []
+_patches = Patches()
 
 # LiteLLM's provider names -> the GenAI conventions' well-known values; others pass as LiteLLM
 # names them.
@@ -149,7 +149,7 @@ def instrument(telemetry: Telemetry) -> bool:
 
 
 def _on_import(module: Any) -> None:
-    if _deferred is not None and not _patched:
+    if _deferred is not None and not _patches:
         try:
             _patch(_deferred)
         except Exception:
@@ -214,24 +214,11 @@ def _patch(telemetry: Telemetry) -> bool:
         ("CustomStreamWrapper.close", close),
         ("CustomStreamWrapper.aclose", close),
     ):
-        try:
-            wrap_function_wrapper(_MODULE, attr, wrapper)
-        except (ImportError, AttributeError):
-            _log.debug("otel_toolcalls: litellm %s not found; not patched", attr)
-            continue
-        _patched.append(attr)
+        _patches.wrap(_MODULE, attr, wrapper)
     return True
 
 
 def uninstrument() -> None:
     global _deferred
     _deferred = None
-    if not _patched:
-        return
-    module = __import__(_MODULE, fromlist=["CustomStreamWrapper"])
-    while _patched:
-        owner, _, method = _patched.pop().rpartition(".")
-        try:
-            unwrap(getattr(module, owner), method)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap litellm %s", method, exc_info=True)
+    _patches.unwrap_all()

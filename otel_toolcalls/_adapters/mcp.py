@@ -16,17 +16,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import current_tool_call_id, execution_in_progress, run_async
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "mcp.client.session"
 _ATTR = "ClientSession.call_tool"
-_patched = False
+_patches = Patches()
 
 
 def _call_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -39,24 +39,8 @@ def _call_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    global _patched
-    try:
-        wrap_function_wrapper(_MODULE, _ATTR, _call_tool)
-    except (ImportError, AttributeError):
-        _log.debug("otel_toolcalls: %s.%s not found; mcp not patched", _MODULE, _ATTR)
-        return False
-    _patched = True
-    return True
+    return _patches.wrap(_MODULE, _ATTR, _call_tool)
 
 
 def uninstrument() -> None:
-    global _patched
-    if not _patched:
-        return
-    _patched = False
-    try:
-        from mcp.client.session import ClientSession
-
-        unwrap(ClientSession, "call_tool")
-    except Exception:
-        _log.debug("otel_toolcalls: could not unwrap %s.%s", _MODULE, _ATTR, exc_info=True)
+    _patches.unwrap_all()

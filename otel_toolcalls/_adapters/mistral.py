@@ -15,8 +15,7 @@ import time
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._core import RequestInfo, StreamState
 from .._stream import (
@@ -30,13 +29,14 @@ from .._stream import (
 )
 from .._telemetry import Telemetry
 from ._chat_completions import _call_id
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 PROVIDER = "mistral_ai"
 _CHAT = "mistralai.client.chat"
 _EVENTS = "mistralai.client.utils.eventstreaming"
-_patched: list[tuple[str, str]] = []
+_patches = Patches()
 
 
 # -- translator ------------------------------------------------------------------------------------
@@ -182,27 +182,12 @@ def instrument(telemetry: Telemetry) -> bool:
         close_seen(getattr(instance, "response", None))
         return wrapped(*args, **kwargs)
 
-    _wrap(_CHAT, "Chat.stream", stream)
-    _wrap(_CHAT, "Chat.stream_async", stream_async)
-    _wrap(_EVENTS, "EventStream.close", close)
-    _wrap(_EVENTS, "EventStreamAsync.close", close)
+    _patches.wrap(_CHAT, "Chat.stream", stream)
+    _patches.wrap(_CHAT, "Chat.stream_async", stream_async)
+    _patches.wrap(_EVENTS, "EventStream.close", close)
+    _patches.wrap(_EVENTS, "EventStreamAsync.close", close)
     return True
 
 
-def _wrap(module: str, attr: str, wrapper: Any) -> None:
-    try:
-        wrap_function_wrapper(module, attr, wrapper)
-    except (ImportError, AttributeError):
-        _log.debug("otel_toolcalls: %s.%s not found; not patched", module, attr)
-        return
-    _patched.append((module, attr))
-
-
 def uninstrument() -> None:
-    while _patched:
-        module, attr = _patched.pop()
-        owner_name, _, method = attr.rpartition(".")
-        try:
-            unwrap(getattr(__import__(module, fromlist=[owner_name]), owner_name), method)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
+    _patches.unwrap_all()

@@ -15,17 +15,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import run_async
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 _FUNCTION = "_invoke_function_tool_with_metadata"
 _MODULES = ("agents.run_internal.tool_execution", "agents.tool")
-_patched: list[str] = []
+_patches = Patches()
 
 
 def _invoke(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -40,21 +40,9 @@ def _invoke(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 def instrument(telemetry: Telemetry) -> bool:
     for module in _MODULES:
-        try:
-            wrap_function_wrapper(module, _FUNCTION, _invoke)
-        except (ImportError, AttributeError):
-            _log.debug("otel_toolcalls: %s.%s not found; not patched", module, _FUNCTION)
-            continue
-        _patched.append(module)
-    return bool(_patched)
+        _patches.wrap(module, _FUNCTION, _invoke)
+    return bool(_patches)
 
 
 def uninstrument() -> None:
-    import importlib
-
-    while _patched:
-        module = _patched.pop()
-        try:
-            unwrap(importlib.import_module(module), _FUNCTION)
-        except Exception:
-            _log.debug("otel_toolcalls: could not unwrap %s.%s", module, _FUNCTION, exc_info=True)
+    _patches.unwrap_all()

@@ -12,17 +12,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
-from wrapt import wrap_function_wrapper
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import run_async
 from .._telemetry import Telemetry
+from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "pydantic_ai.tool_manager"
 _ATTR = "ToolManager._raw_execute"
-_patched = False
+_patches = Patches()
 
 
 def _raw_execute(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -35,24 +35,8 @@ def _raw_execute(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    global _patched
-    try:
-        wrap_function_wrapper(_MODULE, _ATTR, _raw_execute)
-    except (ImportError, AttributeError):
-        _log.debug("otel_toolcalls: %s.%s not found; pydantic-ai not patched", _MODULE, _ATTR)
-        return False
-    _patched = True
-    return True
+    return _patches.wrap(_MODULE, _ATTR, _raw_execute)
 
 
 def uninstrument() -> None:
-    global _patched
-    if not _patched:
-        return
-    _patched = False
-    try:
-        from pydantic_ai.tool_manager import ToolManager
-
-        unwrap(ToolManager, "_raw_execute")
-    except Exception:
-        _log.debug("otel_toolcalls: could not unwrap %s.%s", _MODULE, _ATTR, exc_info=True)
+    _patches.unwrap_all()
