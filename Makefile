@@ -33,8 +33,12 @@ unit: $(VENV)/.stamp-test promtool
 
 test: lint typecheck unit
 
+# Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
-	$(PY) benchmarks/overhead.py
+	$(PY) benchmarks/run.py
+
+bench-quick: $(VENV)/.stamp-test
+	$(PY) benchmarks/run.py --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

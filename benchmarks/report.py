@@ -1,0 +1,189 @@
+"""Medians over rounds, paired overheads against the bare SDK, and the markdown of RESULTS.md."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+LABELS = {
+    "bare": "bare SDK",
+    "otel_toolcalls": "otel_toolcalls",
+    "anthropic_own": "anthropic SDK's own tracing",
+    "openllmetry": "OpenLLMetry",
+    "otel_openai_v2": "OTel openai-v2",
+    "otel_genai_openai": "OTel genai-openai",
+    "openinference": "OpenInference",
+}
+
+
+def _median(values: list[float]) -> float | None:
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _paired(
+    rounds: list[Any], bare: list[Any], workload: str, key: str
+) -> tuple[float | None, float | None, float | None]:
+    """(median value, median paired difference, median paired ratio) over rounds both ran."""
+    values, diffs, ratios = [], [], []
+    for mine, base in zip(rounds, bare, strict=False):
+        if mine is None or workload not in mine:
+            continue
+        value = mine[workload][key]
+        values.append(value)
+        if base is not None and workload in base and base[workload][key]:
+            diffs.append(value - base[workload][key])
+            ratios.append(value / base[workload][key])
+    return _median(values), _median(diffs), _median(ratios)
+
+
+def summarize(runs: dict[str, dict[str, list[Any]]], plan: dict[str, int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for provider, variants in runs.items():
+        bare = variants.get("bare", [])
+        table: dict[str, Any] = {}
+        for variant, rounds in variants.items():
+            row: dict[str, Any] = {}
+            for workload in plan:
+                if workload.startswith("mem"):
+                    key = "peak_bytes"
+                elif workload == "agent":
+                    key = "cpu_us_per_stream"
+                else:
+                    key = "cpu_us_per_chunk"
+                value, diff, ratio = _paired(rounds, bare, workload, key)
+                cell: dict[str, Any] = {"value": value, "extra": diff, "ratio": ratio}
+                if workload.startswith(("len", "agent")):
+                    cell["wall"] = _paired(rounds, bare, workload, "wall_us_per_chunk")[0]
+                    cell["spans"] = _median([r[workload]["spans_per_stream"] for r in rounds if r])
+                    cell["chunks"] = next((r[workload]["chunks"] for r in rounds if r), None)
+                if workload.startswith("concurrent"):
+                    cell["streams_per_s"] = _paired(rounds, bare, workload, "streams_per_s")[0]
+                row[workload] = cell
+            row["sdk_tracing"] = next((r.get("sdk_tracing") for r in rounds if r), None)
+            row["rounds_ok"] = sum(1 for r in rounds if r)
+            table[variant] = row
+        out[provider] = table
+    return out
+
+
+def _f(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _kib(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 1024:,.1f} KiB"
+
+
+def markdown(
+    summary: dict[str, Any],
+    info: dict[str, Any],
+    versions: dict[str, dict[str, str]],
+    venv_of: dict[str, str],
+    hotpath: dict[str, Any] | None,
+    *,
+    quick: bool,
+) -> str:
+    plan = info["plan"]
+    lengths = [w for w in plan if w.startswith("len")]
+    mems = [w for w in plan if w.startswith("mem")]
+    lines = [
+        "# Benchmark results" + (" (quick mode)" if quick else ""),
+        "",
+        f"Date: {info['date']}. Machine: {info['nproc']} cores, {info['cpu']}, Python {info['python']}, "
+        f"{info['platform']}. Load average (1/5/15 min) at start "
+        f"{'/'.join(f'{x:.1f}' for x in info['loadavg_start'])}, at end "
+        f"{'/'.join(f'{x:.1f}' for x in info['loadavg_end'])}: other engineers were running test suites on "
+        f"the same 2 cores the whole time. {info['rounds']} interleaved rounds, each variant in a fresh "
+        f"process per round, {info['seconds']} s in all.",
+        "",
+        "Cost = CPU time of the client process while it consumes the stream (the fake provider runs in "
+        "another process), per chunk the SDK yields; the minimum over a workload's repetitions within a "
+        "process, then the median over rounds. *extra* and *ratio* are medians of per-round paired "
+        "differences/ratios against the bare SDK of the same round. Every variant uses an SDK "
+        "TracerProvider with a SimpleSpanProcessor into an in-memory exporter and an SDK MeterProvider; "
+        "peers run with their default settings (OpenLLMetry and OpenInference record message content by "
+        "default). `spans` = spans finished per stream (a check that the variant really traced).",
+        "",
+    ]
+    for provider, table in summary.items():
+        if not table:
+            continue
+        lines += [f"## {provider}", ""]
+        header = (
+            "| variant | "
+            + " | ".join(f"{w[3:]} frags: us/chunk (extra, ratio)" for w in lengths)
+            + " | spans |"
+        )
+        lines += [header, "|" + "---|" * (len(lengths) + 2)]
+        for variant, row in table.items():
+            cells = []
+            for w in lengths:
+                c = row[w]
+                if variant == "bare":
+                    cells.append(f"{_f(c['value'], '.2f')}")
+                else:
+                    cells.append(
+                        f"{_f(c['value'], '.2f')} ({_f(c['extra'], '+.2f')}, {_f(c['ratio'], '.3f')}x)"
+                    )
+            spans = row[lengths[-1]].get("spans")
+            lines.append(
+                f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + f" | {_f(spans, '.0f')} |"
+            )
+        lines += ["", "Agent turn (text, then two parallel tool calls), concurrency and memory:", ""]
+        conc = next((w for w in plan if w.startswith("concurrent")), None)
+        head = "| variant | agent turn: us/stream (extra, ratio) |"
+        if conc:
+            head += f" {plan[conc]} concurrent async streams: streams/s, us/chunk (ratio) |"
+        head += "".join(f" peak per stream, {w[3:]} argument (extra vs bare) |" for w in mems)
+        lines += [head, "|" + "---|" * (2 + (1 if conc else 0) + len(mems))]
+        for variant, row in table.items():
+            a = row["agent"]
+            cells = [f"{_f(a['value'], ',.0f')} ({_f(a['extra'], '+,.0f')}, {_f(a['ratio'], '.3f')}x)"]
+            if conc:
+                c = row[conc]
+                rate = _f(c.get("streams_per_s"), ",.0f")
+                cells.append(f"{rate}/s, {_f(c['value'], '.2f')} ({_f(c['ratio'], '.3f')}x)")
+            for w in mems:
+                m = row[w]
+                extra = m["extra"]
+                cells.append(
+                    f"{_kib(m['value'])} ({'n/a' if extra is None else f'{extra / 1024:+,.1f} KiB'})"
+                )
+            lines.append(f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + " |")
+        if provider == "anthropic":
+            flags = ", ".join(
+                f"{LABELS.get(v, v)}: {'on' if r['sdk_tracing'] else 'off'}" for v, r in table.items()
+            )
+            lines += ["", f"anthropic SDK's own tracing per variant (read back from the client): {flags}."]
+        lines.append("")
+    if hotpath:
+        lines += [
+            "## otel_toolcalls alone: the package's own cost, SDK and socket excluded",
+            "",
+            "The chunks the real SDK parsed from the fake provider, replayed from a list, bare and through "
+            "`wrap_sync` + the adapter's translator with a real `StreamState` and SDK providers (minimum of "
+            "interleaved repetitions; benchmarks/hotpath.py). *hot*: fragment chunks cycle through 64 "
+            "objects, so they are in the CPU cache as a chunk the SDK has just parsed is; *cold*: every "
+            "chunk a distinct object parsed long before (an upper bound: cache misses the real stream "
+            "does not pay). *per stream*: the whole difference, spans and metrics included.",
+            "",
+            "| provider | fragments | chunks | hot: extra us/chunk | cold: extra us/chunk "
+            "| per stream (hot) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for provider, by_length in hotpath.items():
+            for length, cell in by_length.items():
+                hot, cold = cell["hot"], cell["cold"]
+                lines.append(
+                    f"| {provider} | {length} | {hot['chunks']} | {hot['us_per_chunk']:+.3f} | "
+                    f"{cold['us_per_chunk']:+.3f} | {hot['us_per_stream']:+,.0f} us |"
+                )
+        lines.append("")
+    lines += ["## Versions", "", "| venv | variants | packages |", "|---|---|---|"]
+    for venv, packages in versions.items():
+        users = ", ".join(LABELS.get(v, v) for v, e in venv_of.items() if e == venv)
+        pkgs = ", ".join(f"{k} {v}" for k, v in sorted(packages.items()))
+        lines.append(f"| {venv} | {users} | {pkgs} |")
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""The benchmark: the bare SDKs, otel_toolcalls and every peer, on the same streams, in one run.
+
+    python benchmarks/run.py            # full: every peer (each in its venv under .bench-venvs/),
+                                        # writes benchmarks/RESULTS.md, results.json, cost_per_chunk.png
+    python benchmarks/run.py --quick    # bare vs otel_toolcalls in this venv, under a minute, prints
+
+Each (variant, provider) runs in a fresh process; rounds are interleaved (every variant once per
+round, the order rotated each round) and the figures are medians over rounds, with overheads taken
+as the median of per-round paired differences and ratios against the bare SDK, since the machine is
+shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import multiprocessing
+import os
+import platform
+import subprocess
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import report  # noqa: E402
+import streams  # noqa: E402
+import venvs  # noqa: E402
+
+# (variant, venv, providers it instruments)
+VARIANTS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("bare", "base", ("openai", "anthropic")),
+    ("otel_toolcalls", "base", ("openai", "anthropic")),
+    ("anthropic_own", "base", ("anthropic",)),
+    ("openllmetry", "openllmetry", ("openai", "anthropic")),
+    ("otel_openai_v2", "otel-openai-v2", ("openai",)),
+    ("otel_genai_openai", "otel-genai-openai", ("openai",)),
+    ("openinference", "openinference", ("openai", "anthropic")),
+]
+
+FULL_PLAN = {
+    "len50": 30,
+    "len500": 10,
+    "len4000": 5,
+    "len16000": 3,
+    "agent": 30,
+    "concurrent": 1000,
+    "mem1MB": 1,
+    "mem10MB": 1,
+}
+QUICK_PLAN = {"len50": 10, "len500": 4, "len4000": 2, "agent": 10, "concurrent": 100, "mem10MB": 1}
+
+
+def machine() -> dict[str, Any]:
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_start": os.getloadavg(),
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def run_worker(python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int]) -> Any:
+    command = [
+        python,
+        os.path.join(HERE, "worker.py"),
+        "--variant",
+        variant,
+        "--provider",
+        provider,
+        "--urls",
+        json.dumps(urls),
+        "--plan",
+        json.dumps(plan),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        print(f"[bench] {variant}/{provider} failed:\n{done.stderr[-3000:]}", file=sys.stderr, flush=True)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="bare vs otel_toolcalls only, under a minute")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (full: 5, quick: 2)")
+    parser.add_argument("--variants", help="comma-separated subset of variants")
+    parser.add_argument("--out", default=HERE, help="where RESULTS.md, results.json and the plot go")
+    args = parser.parse_args()
+
+    plan = QUICK_PLAN if args.quick else FULL_PLAN
+    rounds = args.rounds or (2 if args.quick else 5)
+    chosen = [v for v in VARIANTS if not args.variants or v[0] in args.variants.split(",")]
+    if args.quick:
+        chosen = [v for v in chosen if v[0] in ("bare", "otel_toolcalls")]
+    pythons: dict[str, str] = {}
+    versions: dict[str, dict[str, str]] = {}
+    for _, venv, _ in chosen:
+        if venv in pythons:
+            continue
+        python = sys.executable if args.quick else venvs.ensure(venv)
+        if python is None:
+            continue
+        pythons[venv] = python
+        versions[venv] = venvs.versions(python)
+    chosen = [v for v in chosen if v[1] in pythons]
+
+    info = machine()
+    ready_recv, ready_send = multiprocessing.Pipe(duplex=False)
+    stop_recv, stop_send = multiprocessing.Pipe(duplex=False)
+    server = multiprocessing.Process(
+        target=streams.serve, args=(list(plan), ready_send, stop_recv), daemon=True
+    )
+    server.start()
+    urls = ready_recv.recv()
+    runs: dict[str, dict[str, list[Any]]] = {"openai": {}, "anthropic": {}}
+    started = time.monotonic()
+    try:
+        for r in range(rounds):
+            for provider in ("openai", "anthropic"):
+                order = [v for v in chosen if provider in v[2]]
+                shift = r % len(order)
+                for variant, venv, _ in order[shift:] + order[:shift]:
+                    result = run_worker(pythons[venv], variant, provider, urls[provider], plan)
+                    runs[provider].setdefault(variant, []).append(result)
+            print(f"[bench] round {r + 1}/{rounds} done, {time.monotonic() - started:.0f} s", file=sys.stderr)
+    finally:
+        stop_send.send(True)
+        server.join(10)
+    lengths = ",".join(w[3:] for w in plan if w.startswith("len"))
+    done = subprocess.run(
+        [
+            pythons["base"],
+            os.path.join(HERE, "hotpath.py"),
+            "--lengths",
+            lengths,
+            "--reps",
+            "5" if args.quick else "15",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    hotpath = json.loads(done.stdout) if done.returncode == 0 else None
+    if hotpath is None:
+        print(f"[bench] hotpath failed:\n{done.stderr[-3000:]}", file=sys.stderr)
+    info["loadavg_end"] = os.getloadavg()
+    info["seconds"] = round(time.monotonic() - started)
+    info["rounds"] = rounds
+    info["plan"] = plan
+
+    summary = report.summarize(runs, plan)
+    text = report.markdown(summary, info, versions, {v[0]: v[1] for v in chosen}, hotpath, quick=args.quick)
+    if args.quick:
+        print(text)
+        return 0
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(
+            {"machine": info, "versions": versions, "hotpath": hotpath, "runs": runs, "summary": summary},
+            f,
+            indent=1,
+        )
+    with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
+        f.write(text)
+    plot = os.path.join(args.out, "cost_per_chunk.png")
+    subprocess.run(
+        [pythons["base"], os.path.join(HERE, "plot.py"), os.path.join(args.out, "results.json"), plot],
+        check=False,
+    )
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
