@@ -93,9 +93,10 @@ def markdown(
         f"Date: {info['date']}. Machine: {info['nproc']} cores, {info['cpu']}, Python {info['python']}, "
         f"{info['platform']}. Load average (1/5/15 min) at start "
         f"{'/'.join(f'{x:.1f}' for x in info['loadavg_start'])}, at end "
-        f"{'/'.join(f'{x:.1f}' for x in info['loadavg_end'])}: other engineers were running test suites on "
-        f"the same 2 cores the whole time. {info['rounds']} interleaved rounds, each variant in a fresh "
-        f"process per round, {info['seconds']} s in all.",
+        f"{'/'.join(f'{x:.1f}' for x in info['loadavg_end'])}: the machine is shared with other engineers' "
+        f"test runs, so its load changes during a run. {info['rounds']} interleaved rounds, each variant "
+        f"in a fresh process per round, {info['seconds']} s in all."
+        + (f" Tree: {info['commit']}." if info.get("commit") else ""),
         "",
         "Cost = CPU time of the client process while it consumes the stream (the fake provider runs in "
         "another process), per chunk the SDK yields; the minimum over a workload's repetitions within a "
@@ -180,6 +181,7 @@ def markdown(
                     f"{cold['us_per_chunk']:+.3f} | {hot['us_per_stream']:+,.0f} us |"
                 )
         lines.append("")
+    lines += targets(summary, hotpath, lengths, mems)
     lines += ["## Versions", "", "| venv | variants | packages |", "|---|---|---|"]
     for venv, packages in versions.items():
         users = ", ".join(LABELS.get(v, v) for v, e in venv_of.items() if e == venv)
@@ -187,3 +189,78 @@ def markdown(
         lines.append(f"| {venv} | {users} | {pkgs} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def _verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("met" if ok else "**missed**")
+
+
+def targets(
+    summary: dict[str, Any], hotpath: dict[str, Any] | None, lengths: list[str], mems: list[str]
+) -> list[str]:
+    """The issue's targets, checked against this run's numbers."""
+    lines = ["## Targets (otel_toolcalls)", "", "| target | provider | measured | verdict |"]
+    lines.append("|---|---|---|---|")
+    for provider, table in summary.items():
+        row = table.get("otel_toolcalls")
+        if row is None or "len4000" not in row:
+            continue
+        cell = row["len4000"]
+        extra, ratio = cell["extra"], cell["ratio"]
+        lines.append(
+            f"| end to end, 4,000 fragments: at most +1 us/chunk | {provider} | {_f(extra, '+.2f')} us |"
+            f" {_verdict(None if extra is None else extra <= 1.0)} |"
+        )
+        lines.append(
+            f"| end to end, 4,000 fragments: at most 1.02x bare | {provider} | {_f(ratio, '.3f')}x |"
+            f" {_verdict(None if ratio is None else ratio <= 1.02)} |"
+        )
+        if hotpath and "4000" in hotpath.get(provider, {}):
+            own = hotpath[provider]["4000"]["hot"]["us_per_chunk"]
+            lines.append(
+                f"| package alone (replay), 4,000 fragments: at most +1 us/chunk | {provider} | "
+                f"{own:+.3f} us | {_verdict(own <= 1.0)} |"
+            )
+        if hotpath and provider in hotpath:
+            long = [hotpath[provider][w[3:]]["hot"]["us_per_chunk"] for w in lengths if int(w[3:]) >= 500]
+            if len(long) >= 2:
+                # Flat: the longest stream costs no more per chunk than the 500-fragment one.
+                lines.append(
+                    f"| flat cost per chunk, 500 to {lengths[-1][3:]} fragments (replay) | {provider} | "
+                    f"{min(long):+.3f} to {max(long):+.3f} us |"
+                    f" {_verdict(long[-1] <= long[0] * 1.1 + 0.05)} |"
+                )
+        peaks = {w: row[w]["extra"] for w in mems if row.get(w, {}).get("extra") is not None}
+        for w, extra in peaks.items():
+            lines.append(
+                f"| peak memory of a {w[3:]} argument: under +64 KiB over bare | {provider} | "
+                f"{extra / 1024:+,.1f} KiB | {_verdict(extra < 64 * 1024)} |"
+            )
+    lines += [
+        "",
+        "Short streams cost more per chunk for every variant: the request and the spans are paid once per "
+        "stream and spread over few chunks (see the per-stream column of the replay table).",
+        "",
+    ]
+    return lines
+
+
+def main(source: str) -> None:
+    import json
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from run import VARIANTS
+
+    with open(source) as f:
+        data = json.load(f)
+    venv_of = {v[0]: v[1] for v in VARIANTS if any(v[0] in t for t in data["summary"].values())}
+    hotpath = data.get("hotpath")
+    print(markdown(data["summary"], data["machine"], data["versions"], venv_of, hotpath, quick=False))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1])

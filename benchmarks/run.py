@@ -64,7 +64,22 @@ def machine() -> dict[str, Any]:
                     break
     except OSError:
         pass
+    try:
+        head = subprocess.run(
+            ["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            ["git", "-C", HERE, "status", "--porcelain", "--", "../otel_toolcalls"],
+            capture_output=True,
+            text=True,
+        )
+        commit = head.stdout.strip() + (
+            " with uncommitted changes under otel_toolcalls/" if dirty.stdout.strip() else ""
+        )
+    except OSError:
+        commit = ""
     return {
+        "commit": commit,
         "nproc": os.cpu_count(),
         "cpu": model,
         "python": platform.python_version(),
