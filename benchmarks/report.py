@@ -90,6 +90,15 @@ def markdown(
     lines = [
         "# Benchmark results" + (" (quick mode)" if quick else ""),
         "",
+        *(
+            [
+                "Quick mode: 2 rounds, so the end-to-end figures move by about +-2 us/chunk from run to run; "
+                "the replay table (the package alone) is the one to compare before and after a change.",
+                "",
+            ]
+            if quick
+            else []
+        ),
         f"Date: {info['date']}. Machine: {info['nproc']} cores, {info['cpu']}, Python {info['python']}, "
         f"{info['platform']}. Load average (1/5/15 min) at start "
         f"{'/'.join(f'{x:.1f}' for x in info['loadavg_start'])}, at end "
