@@ -13,7 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anthropic
 import openai
+from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -22,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_toolcalls import IncompleteToolCallError, ToolCallsInstrumentor, execute_tool, tool_call_outcome
 from otel_toolcalls.testing import FakeProvider
+from otel_toolcalls.testing import anthropic as fake_anthropic
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, events_for, script_for
 
 ARGS = WEATHER.arguments
@@ -97,6 +100,26 @@ def close_after(n: int) -> Callable[[Any], None]:
     return consume
 
 
+def run_anthropic(client: anthropic.Anthropic, title: str) -> None:
+    """The messages.stream() helper; the SDK traces itself, so its span is the inference span."""
+    print(f"\n== {title}")
+    with client.messages.stream(
+        model=fake_anthropic.MODEL,
+        max_tokens=64,
+        messages=[{"role": "user", "content": "Weather in Zürich?"}],
+    ) as stream:
+        message = stream.get_final_message()
+    for block in message.content:
+        if block.type != "tool_use":
+            continue
+        print(f"   call {block.id} ({block.name}): {tool_call_outcome(block.id)}")
+        try:
+            with execute_tool(block.id, name=block.name, strict=True):
+                print("   ->", get_weather(**block.input))
+        except IncompleteToolCallError as exc:
+            print(f"   refused: {exc}")
+
+
 def print_tree(spans: Sequence[ReadableSpan]) -> None:
     by_parent: dict[int | None, list[ReadableSpan]] = {}
     ids = {s.context.span_id for s in spans}
@@ -129,6 +152,8 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
 
 def main() -> int:
     tracer_provider, meter_provider, spans, metrics = providers()
+    # Global too: the anthropic SDK traces itself through the global provider.
+    trace.set_tracer_provider(tracer_provider)
     ToolCallsInstrumentor().instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
     weather = ToolCall(name="get_weather", id="call_ok", arguments=ARGS)
     with FakeProvider() as fake:
@@ -147,6 +172,15 @@ def main() -> int:
         closed = ToolCall(name="get_weather", id="call_closed", arguments=ARGS)
         fake.enqueue(script_for(events_for([closed]), pace=0.002))
         run_turn(client, "client stops reading early: refused", close_after(4))
+
+        anthropic_client = anthropic.Anthropic(base_url=fake.base_url, api_key="not-needed", max_retries=0)
+        ok = fake_anthropic.ToolUse(name="get_weather", id="toolu_ok", arguments=ARGS)
+        fake.enqueue(fake_anthropic.tool_use_script([ok], pace=0.002))
+        run_anthropic(anthropic_client, "anthropic, completed: the call is executed")
+
+        cut_by_limit = fake_anthropic.ToolUse(name="get_weather", id="toolu_max", arguments=ARGS)
+        fake.enqueue(fake_anthropic.tool_use_script([cut_by_limit], stop_reason="max_tokens"))
+        run_anthropic(anthropic_client, "anthropic, max_tokens cut the last tool block: refused")
 
     print("\nTrace tree:")
     print_tree(spans.get_finished_spans())
