@@ -193,7 +193,8 @@ def main() -> int:
                     for p in m.data.data_points:
                         a = p.attributes
                         print(
-                            f"   {a.get('toolcall.outcome')}/{a.get('toolcall.abort_reason', '-')}: {p.value}"
+                            f"   {a.get('gen_ai.provider.name')} {a.get('toolcall.outcome')}"
+                            f"/{a.get('toolcall.abort_reason', '-')}: {p.value}"
                         )
     tracer_provider.shutdown()
     meter_provider.shutdown()
