@@ -177,3 +177,27 @@ WEATHER = ToolUse(
     id="toolu_weather_01",
     arguments='{"location": "Zürich, Schweiz", "unit": "celsius", "days": 14, "note": "naïve ☀️ check"}',
 )
+
+
+def bedrock_script_for(events: Sequence[Event], *, cut_after: int | None = None, **script: Any) -> Script:
+    """The same events as Bedrock's InvokeModelWithResponseStream sends them to ``AnthropicBedrock``:
+    AWS event-stream ``chunk`` frames whose ``bytes`` are the base64 of each event's JSON, one frame
+    per socket write, each frame split in two writes (inside a multi-byte character where it has one)."""
+    import base64
+    import json
+
+    from .eventstream import event as frame
+
+    writes: list[bytes] = []
+    for i, (_, data) in enumerate(events):
+        if cut_after is not None and i >= cut_after:
+            break
+        raw = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        encoded = frame("chunk", {"bytes": base64.b64encode(raw).decode("ascii")})
+        writes.extend((encoded[: len(encoded) // 2], encoded[len(encoded) // 2 :]))
+    return Script(
+        writes,
+        content_type="application/vnd.amazon.eventstream",
+        end="cut" if cut_after is not None else "done",
+        **script,
+    )
