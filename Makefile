@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck unit bench bench-quick clean promtool
+.PHONY: demo test lint typecheck unit wrapt1 bench bench-quick clean promtool
 
 # One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
 # unchanged one costs nothing.
@@ -31,7 +31,16 @@ typecheck: $(VENV)/.stamp-test
 unit: $(VENV)/.stamp-test promtool
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test: lint typecheck unit
+test: lint typecheck wrapt1 unit
+
+# wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x,
+# then the venv gets its wrapt 2.x back.
+wrapt1: $(VENV)/.stamp-test
+	$(PIP) install 'wrapt>=1.14,<2'
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_core.py tests/test_openai_chat.py \
+	  tests/test_anthropic.py tests/test_instrumentor.py tests/test_gemini.py tests/test_cohere.py \
+	  tests/test_litellm.py tests/test_execute_tool.py; status=$$?; \
+	  $(PIP) install 'wrapt>=2,<3'; exit $$status
 
 # Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
