@@ -36,15 +36,6 @@ MCP = ToolCall(
 )
 
 
-
-
-
-
-
-
-
-
-
 @pytest.fixture
 def client(fake: Any) -> openai.OpenAI:
     return openai.OpenAI(base_url=fake.base_url, api_key="sk-test", max_retries=0)
@@ -258,6 +249,18 @@ def test_server_cut_mid_arguments_raises_the_sdk_exception(telemetry, instrument
     assert_stream(telemetry, reason="stream_error", count=1, finish="error", error_type=error_type)
 
 
+def test_raw_and_streaming_responses_then_parse(telemetry, instrument, fake, client):
+    fake.enqueue(tool_call_script([WEATHER]), tool_call_script([LOOKUP]))
+    raw = client.responses.with_raw_response.create(model=MODEL, input="weather?", stream=True)
+    assert len(list(raw.parse())) > 0
+    with client.responses.with_streaming_response.create(model=MODEL, input="x", stream=True) as response:
+        events = list(response.parse())
+    assert events[-1].type == "response.completed"
+    assert_call(span_of(telemetry, "get_weather"), WEATHER, reason=None)
+    assert_call(span_of(telemetry, "lookup"), LOOKUP, reason=None)
+    assert telemetry.calls_by_outcome() == {("completed", None): 2}
+
+
 @pytest.mark.parametrize("how", ["close", "with", "helper_close", "helper_with"])
 def test_closed_mid_call(telemetry, instrument, fake, client, how):
     fake.enqueue(script_for(events_for([WEATHER]), pace=0.001))
@@ -452,3 +455,14 @@ async def test_async_dropped_mid_call_is_abandoned(telemetry, instrument, fake, 
     gc.collect()
     assert_call(span_of(telemetry, "get_weather"), WEATHER, reason="abandoned", delivered=1)
     assert_stream(telemetry, reason="abandoned", count=1, finish="error")
+
+
+def test_content_capture_is_opt_in(telemetry, instrument, fake, client):
+    fake.enqueue(tool_call_script([WEATHER]))
+    list(create(client))
+    assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in (span_of(telemetry, "get_weather").attributes or {})
+    telemetry.exporter.clear()
+    instrument(capture_content=True)
+    fake.enqueue(tool_call_script([WEATHER]))
+    list(create(client))
+    assert span_of(telemetry, "get_weather").attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] == WEATHER.arguments
