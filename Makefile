@@ -49,5 +49,8 @@ bench: $(VENV)/.stamp-test
 bench-quick: $(VENV)/.stamp-test
 	$(PY) benchmarks/run.py --quick
 
+bench-providers: $(VENV)/.stamp-test
+	$(PY) benchmarks/providers.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -190,8 +190,13 @@ def main() -> int:
             f,
             indent=1,
         )
-    with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
-        f.write(text)
+    path = os.path.join(args.out, "RESULTS.md")
+    # The per-adapter section comes from `make bench-providers` (providers.py): kept across reruns.
+    import providers
+
+    kept = providers.section_of(path)
+    with open(path, "w") as f:
+        f.write(text if kept is None else text.rstrip("\n") + "\n\n" + kept)
     plot = os.path.join(args.out, "cost_per_chunk.png")
     subprocess.run(
         [pythons["base"], os.path.join(HERE, "plot.py"), os.path.join(args.out, "results.json"), plot],
