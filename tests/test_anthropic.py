@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+from outcomes import assert_outcome
 
 from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls import _names as n
@@ -23,12 +24,6 @@ from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text, ToolUse
 
 LOOKUP = ToolUse(name="lookup", id="toolu_lookup_02", arguments='{"q": "größe", "n": 12345}')
 MESSAGES = [{"role": "user", "content": "weather?"}]
-
-
-
-
-
-
 
 
 def client(fake: FakeProvider, **options: Any) -> anthropic.Anthropic:
@@ -63,15 +58,7 @@ def assert_call(
     else:
         assert n.TOOLCALL_ARGUMENTS_SIZE not in attrs
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
-    if reason is None:
-        assert attrs[n.TOOLCALL_OUTCOME] == "completed"
-        assert n.TOOLCALL_ABORT_REASON not in attrs and n.ERROR_TYPE not in attrs
-        assert span.status.status_code is StatusCode.UNSET
-    else:
-        assert attrs[n.TOOLCALL_OUTCOME] == "aborted"
-        assert attrs[n.TOOLCALL_ABORT_REASON] == reason
-        assert attrs[n.ERROR_TYPE] == (error_type or reason)
-        assert span.status.status_code is StatusCode.ERROR
+    assert_outcome(span, reason, error_type)
 
 
 def by_name(telemetry: Any) -> dict[str, ReadableSpan]:

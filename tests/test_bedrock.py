@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+from outcomes import assert_outcome
 from urllib3.exceptions import ProtocolError
 
 from otel_toolcalls import _names as n
@@ -101,15 +102,7 @@ def assert_call(
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(call.pieces())
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(text.encode("utf-8"))
     assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs
-    if reason is None:
-        assert attrs[n.TOOLCALL_OUTCOME] == "completed"
-        assert n.TOOLCALL_ABORT_REASON not in attrs and n.ERROR_TYPE not in attrs
-        assert span.status.status_code is StatusCode.UNSET
-    else:
-        assert attrs[n.TOOLCALL_OUTCOME] == "aborted"
-        assert attrs[n.TOOLCALL_ABORT_REASON] == reason
-        assert attrs[n.ERROR_TYPE] == (error_type or reason)
-        assert span.status.status_code is StatusCode.ERROR
+    assert_outcome(span, reason, error_type)
 
 
 def assert_deltas(span: ReadableSpan, events: list[dict[str, Any]], index: int) -> None:

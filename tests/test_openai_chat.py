@@ -10,6 +10,7 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+from outcomes import assert_outcome
 
 from otel_toolcalls import _names as n
 from otel_toolcalls import execute_tool
@@ -52,16 +53,7 @@ def assert_call(
     else:
         assert n.TOOLCALL_ARGUMENTS_SIZE not in attrs
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
-    if reason is None:
-        assert attrs[n.TOOLCALL_OUTCOME] == "completed"
-        assert n.TOOLCALL_ABORT_REASON not in attrs and n.ERROR_TYPE not in attrs
-        assert span.status.status_code is StatusCode.UNSET
-    else:
-        assert attrs[n.TOOLCALL_OUTCOME] == "aborted"
-        assert attrs[n.TOOLCALL_ABORT_REASON] == reason
-        assert attrs[n.ERROR_TYPE] == (error_type or reason)
-        assert span.status.status_code is StatusCode.ERROR
-        assert span.status.description == n.ABORT_DESCRIPTIONS[reason]
+    assert_outcome(span, reason, error_type)
     assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs  # content capture is off by default
 
 
@@ -74,15 +66,6 @@ def assert_parented(telemetry: Any) -> None:
     for span in telemetry.tool_spans():
         assert span.parent is not None and span.parent.span_id == parent.context.span_id
         assert span.context.trace_id == parent.context.trace_id
-
-
-
-
-
-
-
-
-
 
 
 @pytest.fixture

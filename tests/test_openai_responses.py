@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+from outcomes import assert_outcome
 
 from otel_toolcalls import _names as n
 from otel_toolcalls import tool_call_outcome
@@ -67,15 +68,7 @@ def assert_call(span: ReadableSpan, call: ToolCall, *, reason: str | None, deliv
     assert attrs[n.GEN_AI_TOOL_CALL_ID] == (call.item_id if call.kind == "mcp_call" else call.call_id)
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len("".join(pieces).encode("utf-8"))
-    if reason is None:
-        assert attrs[n.TOOLCALL_OUTCOME] == "completed" and n.TOOLCALL_ABORT_REASON not in attrs
-        assert span.status.status_code is StatusCode.UNSET
-    else:
-        assert attrs[n.TOOLCALL_OUTCOME] == "aborted"
-        assert attrs[n.TOOLCALL_ABORT_REASON] == reason
-        assert attrs[n.ERROR_TYPE] == (error_type or reason)
-        assert span.status.status_code is StatusCode.ERROR
-        assert span.status.description == n.ABORT_DESCRIPTIONS[reason]
+    assert_outcome(span, reason, error_type)
 
 
 def assert_stream(telemetry: Any, *, reason: str | None, count: int, finish: str = "completed",
