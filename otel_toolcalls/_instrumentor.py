@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import logging
+import sys
 from collections.abc import Collection
+from types import ModuleType
 from typing import Any
 
+import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from . import _telemetry
@@ -16,17 +21,34 @@ from ._config import resolve
 _log = logging.getLogger(__name__)
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """``ToolCallsInstrumentor().instrument(tracer_provider=..., meter_provider=..., **settings)``.
 
     Settings (each also an environment variable, the keyword wins): ``capture_content``,
     ``inference_spans``, ``strict``, ``registry_size``, ``metrics_max_tool_names``,
     ``buffered_min_chunks``, ``buffered_window_ms``, ``buffered_min_ttfc_ms``.
+
+    An SDK the application has already imported is patched at once; one it has not is patched when
+    (and if) it is imported: importing every installed SDK up front would cost seconds at start-up
+    (litellm even fetches a cost map), for SDKs the application may never use.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self._instrumented: list[Any] = []
+        # BaseInstrumentor is a singleton: every ToolCallsInstrumentor() is this same object and
+        # runs __init__ again, which must not forget what an earlier instrument() patched.
+        if "_instrumented" not in self.__dict__:
+            self._instrumented: list[ModuleType] = []
+            # Bumped by each instrument() and uninstrument(): a post-import hook registered by an
+            # earlier instrument() finds it changed and does nothing (wrapt cannot remove hooks).
+            self._generation = 0
 
     def instrumentation_dependencies(self) -> Collection[str]:
         # Any one provider SDK is enough; each adapter skips an SDK that is not installed. The
@@ -41,15 +63,36 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             meter_provider=kwargs.get("meter_provider"),
         )
         _telemetry.set_active(telemetry)
+        self._generation += 1
         for name in adapter_names():
             try:
                 adapter = importlib.import_module(f"{__package__}._adapters.{name}")
-                if adapter.instrument(telemetry):
-                    self._instrumented.append(adapter)
+                sdk = adapter.REQUIRES
+                if not _installed(sdk):
+                    continue
+                if sdk in sys.modules:
+                    self._apply(adapter, telemetry)
+                else:
+                    hook = functools.partial(self._on_import, adapter, telemetry, self._generation)
+                    wrapt.register_post_import_hook(hook, sdk)
             except Exception:
                 _log.warning("otel_toolcalls: could not instrument %s", name, exc_info=True)
 
+    def _on_import(self, adapter: ModuleType, telemetry: Any, generation: int, module: ModuleType) -> None:
+        if generation == self._generation:
+            self._apply(adapter, telemetry)
+
+    def _apply(self, adapter: ModuleType, telemetry: Any) -> None:
+        if adapter in self._instrumented:
+            return
+        try:
+            if adapter.instrument(telemetry):
+                self._instrumented.append(adapter)
+        except Exception:
+            _log.warning("otel_toolcalls: could not instrument %s", adapter.__name__, exc_info=True)
+
     def _uninstrument(self, **kwargs: Any) -> None:
+        self._generation += 1
         while self._instrumented:
             adapter = self._instrumented.pop()
             try:

@@ -83,8 +83,9 @@ def instrument(telemetry: Telemetry) -> Iterator[Any]:
 
 @pytest.fixture(scope="session", autouse=True)
 def frozen_heap() -> None:
-    """Instrument once so every adapter's SDK is imported, then freeze the heap: later collections
-    (the tests that check garbage-collected streams) walk only the tests' own objects."""
+    """Instrument once (the test modules imported their SDKs at collection, so every adapter loads
+    what it patches), then freeze the heap: later collections (the tests that check
+    garbage-collected streams) walk only the tests' own objects."""
     probe = ToolCallsInstrumentor()
     probe.instrument(tracer_provider=TracerProvider(), meter_provider=MeterProvider())
     probe.uninstrument()

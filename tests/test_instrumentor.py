@@ -1,7 +1,6 @@
 """The instrumentor: idempotent, reversible, suppressible, loadable by opentelemetry-instrument, and
 the interpreter-exit path that ends open calls before the tracer provider shuts down."""
 
-
 from __future__ import annotations
 
 import json
@@ -208,8 +207,20 @@ def _resolve(module, attr):
 
 
 def test_every_adapter_unwraps_exactly_what_it_wrapped(instrument):
+    import importlib
+
     import wrapt
 
+    # Imported before instrument() (patched at once) or after (patched by the import hook): both.
+    for sdk in (
+        "anthropic",
+        "botocore.client",
+        "google.genai",
+        "mistralai",
+        "cohere",
+        "langchain_core.tools",
+    ):
+        importlib.import_module(sdk)
     instrumentor = instrument()
     made = [(name, m, a) for name, patches in _patch_sets(instrumentor) for m, a in patches._made]
     adapters = {name.rsplit(".", 1)[-1] for name, _, _ in made}
@@ -220,3 +231,40 @@ def test_every_adapter_unwraps_exactly_what_it_wrapped(instrument):
     instrumentor.uninstrument()
     for _, module, attr in made:
         assert not isinstance(_resolve(module, attr), wrapt.FunctionWrapper), (module, attr)
+
+
+def test_a_second_instrumentor_object_uninstruments_the_first(telemetry, instrument, fake):
+    from otel_toolcalls import ToolCallsInstrumentor
+
+    instrument()
+    # BaseInstrumentor is a singleton: constructing it again must not forget the patches.
+    ToolCallsInstrumentor().uninstrument()
+    for (cls, name), original in ORIGINALS.items():
+        assert cls.__dict__[name] is original, (cls, name)
+    run_one(fake, telemetry)
+    assert telemetry.spans() == []
+
+
+def test_sdks_are_patched_when_the_application_imports_them():
+    """instrument() imports no SDK: each is patched when (and if) the application imports it."""
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from otel_toolcalls import ToolCallsInstrumentor
+        started = time.perf_counter()
+        ToolCallsInstrumentor().instrument()
+        sdks = ("openai", "anthropic", "google.genai", "litellm", "botocore", "cohere", "mistralai",
+                "langchain_core", "pydantic_ai", "agents", "mcp", "groq")
+        print(sorted(m for m in sdks if m in sys.modules))
+        import openai, wrapt
+        print(isinstance(openai._streaming.Stream.__dict__["__stream__"], wrapt.FunctionWrapper))
+        ToolCallsInstrumentor().uninstrument()
+        print(isinstance(openai._streaming.Stream.__dict__["__stream__"], wrapt.FunctionWrapper))
+        import anthropic  # imported after uninstrument(): its deferred hook must do nothing
+        print(isinstance(anthropic._streaming.Stream.__dict__["__stream__"], wrapt.FunctionWrapper))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True, cwd=ROOT
+    )
+    assert out.stdout.split("\n")[:4] == ["[]", "True", "False", "False"], out.stdout + out.stderr

@@ -23,6 +23,9 @@ from ._stainless import Route, StainlessSDK
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "anthropic"
+
 
 def _is_messages(path: str) -> bool:
     # "/v1/messages" (the beta twin adds "?beta=true", which the route drops before matching);

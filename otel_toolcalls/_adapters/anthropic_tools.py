@@ -29,6 +29,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "anthropic"
+
 _MODULE = "anthropic.lib.tools._beta_runner"
 _TARGET = "BaseToolRunner._tool_use_span"
 _patches = Patches()

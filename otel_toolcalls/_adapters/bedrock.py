@@ -36,6 +36,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "botocore"
+
 PROVIDER = "aws.bedrock"
 OPERATION = "ConverseStream"
 

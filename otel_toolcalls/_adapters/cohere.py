@@ -38,6 +38,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "cohere"
+
 PROVIDER = "cohere"
 _MODULE = "cohere.v2.client"
 _RAW = "cohere.v2.raw_client"

@@ -32,6 +32,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "google.genai"
+
 GEMINI = "gcp.gemini"
 VERTEX_AI = "gcp.vertex_ai"
 OPERATION = "generate_content"

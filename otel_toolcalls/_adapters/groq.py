@@ -6,6 +6,9 @@ from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
 from ._stainless import Route, StainlessSDK
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "groq"
+
 SDK = StainlessSDK(
     module="groq",
     provider="groq",

@@ -22,6 +22,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "langchain_core"
+
 _MODULE = "langchain_core.tools.base"
 _patches = Patches()
 

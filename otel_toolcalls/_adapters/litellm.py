@@ -14,14 +14,11 @@ class, and for a traced stream they pull through the package's finalize-once gen
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import wrapt
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._core import RequestInfo, StreamState
@@ -31,6 +28,9 @@ from ._chat_completions import process_chunk
 from ._patches import Patches
 
 _log = logging.getLogger(__name__)
+
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "litellm"
 
 _MODULE = "litellm.litellm_core_utils.streaming_handler"
 _ATTRIBUTE = "_otel_toolcalls_stream"
@@ -132,31 +132,7 @@ async def _apull(next_chunk: Any) -> AsyncIterator[Any]:
         yield chunk
 
 
-_deferred: Telemetry | None = None
-
-
 def instrument(telemetry: Telemetry) -> bool:
-    global _deferred
-    if importlib.util.find_spec("litellm") is None:
-        return False
-    if "litellm" in sys.modules:
-        return _patch(telemetry)
-    # Importing litellm takes seconds and may fetch its cost map over the network: an application
-    # that never imports it must not pay for it. Patch when (and if) the application imports it.
-    _deferred = telemetry
-    wrapt.register_post_import_hook(_on_import, "litellm")
-    return True
-
-
-def _on_import(module: Any) -> None:
-    if _deferred is not None and not _patches:
-        try:
-            _patch(_deferred)
-        except Exception:
-            _log.debug("otel_toolcalls: could not instrument litellm", exc_info=True)
-
-
-def _patch(telemetry: Telemetry) -> bool:
     try:
         __import__(_MODULE)
     except ImportError:
@@ -219,6 +195,4 @@ def _patch(telemetry: Telemetry) -> bool:
 
 
 def uninstrument() -> None:
-    global _deferred
-    _deferred = None
     _patches.unwrap_all()

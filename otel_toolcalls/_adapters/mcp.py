@@ -24,6 +24,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "mcp"
+
 _MODULE = "mcp.client.session"
 _ATTR = "ClientSession.call_tool"
 _patches = Patches()

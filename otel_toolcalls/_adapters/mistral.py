@@ -33,6 +33,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "mistralai"
+
 PROVIDER = "mistral_ai"
 _CHAT = "mistralai.client.chat"
 _EVENTS = "mistralai.client.utils.eventstreaming"

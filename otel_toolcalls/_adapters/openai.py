@@ -13,6 +13,9 @@ from ._chat_completions import process_chunk as chat_chunk
 from ._responses import process_event as responses_event
 from ._stainless import Route, StainlessSDK
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "openai"
+
 # POST /responses (create) and GET /responses/{id}?stream=true (resuming a background response).
 _RESPONSES_PATH = re.compile(r"/responses(?:/[^/]+)?$")
 

@@ -23,6 +23,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "agents"
+
 _FUNCTION = "_invoke_function_tool_with_metadata"
 _MODULES = ("agents.run_internal.tool_execution", "agents.tool")
 _patches = Patches()

@@ -20,6 +20,9 @@ from ._patches import Patches
 
 _log = logging.getLogger(__name__)
 
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "pydantic_ai"
+
 _MODULE = "pydantic_ai.tool_manager"
 _ATTR = "ToolManager._raw_execute"
 _patches = Patches()
