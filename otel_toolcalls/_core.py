@@ -371,6 +371,11 @@ class StreamState:
     def final_event(self) -> None:
         """The provider's last event for the response arrived (message_stop, response.completed...)."""
         self._final = True
+        span = self.request.adopted_span
+        if span is not None and span.is_recording():
+            # Someone else's span (an SDK that traces itself) may end with the body, before this
+            # stream is finalized: its toolcall.* attributes are written now, while it is open.
+            self._annotate(span, self._stream_outcome(n.INCOMPLETE, None)[0])
 
     def error_event(self, error_type: str | None) -> None:
         """An in-stream error event that raised nothing: open calls end as stream errors now."""
@@ -442,14 +447,7 @@ class StreamState:
         if not self._owns_span and self.request.adopted_span is None:
             # Inference spans off: the current span is the caller's (an agent turn), not this request's.
             return
-        span.set_attribute(n.TOOLCALL_COUNT, self.tool_calls)
-        if outcome_reason is None:
-            span.set_attribute(n.TOOLCALL_OUTCOME, n.COMPLETED)
-        else:
-            span.set_attribute(n.TOOLCALL_OUTCOME, n.ABORTED)
-            span.set_attribute(n.TOOLCALL_ABORT_REASON, outcome_reason)
-        if self.buffered:
-            span.set_attribute(n.TOOLCALL_STREAM_BUFFERED, True)
+        self._annotate(span, outcome_reason)
         if not self._owns_span:
             return
         if self.response_id:
@@ -464,6 +462,16 @@ class StreamState:
             span.set_attribute(n.ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR, f"stream failed: {error_type}"))
         span.end()
+
+    def _annotate(self, span: Span, outcome_reason: str | None) -> None:
+        span.set_attribute(n.TOOLCALL_COUNT, self.tool_calls)
+        if outcome_reason is None:
+            span.set_attribute(n.TOOLCALL_OUTCOME, n.COMPLETED)
+        else:
+            span.set_attribute(n.TOOLCALL_OUTCOME, n.ABORTED)
+            span.set_attribute(n.TOOLCALL_ABORT_REASON, outcome_reason)
+        if self.buffered:
+            span.set_attribute(n.TOOLCALL_STREAM_BUFFERED, True)
 
     # -- one call's end ----------------------------------------------------------------------------
 

@@ -373,6 +373,10 @@ def test_sdk_span_is_the_inference_span(telemetry: Any, instrument: Any, fake: F
         assert call.parent is not None and call.parent.span_id == sdk_span.context.span_id
     assert_call(calls["get_weather"], reason="truncated", delivered=WEATHER.arguments)
     assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
+    # Written at message_stop, while the SDK's span was still open (the SDK ends it with the body).
+    attrs = sdk_span.attributes or {}
+    assert attrs[n.TOOLCALL_COUNT] == 2
+    assert attrs[n.TOOLCALL_OUTCOME] == "aborted" and attrs[n.TOOLCALL_ABORT_REASON] == "truncated"
 
 
 def test_sdk_span_failed_request_gets_no_second_span(
