@@ -280,9 +280,6 @@ class StreamState:
         self._choices_with_calls.add(choice)
         self.tool_calls += 1
 
-    def is_open(self, key: Hashable) -> bool:
-        return key in self.open
-
     def fragment(self, key: Hashable, text: str | None) -> None:
         """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
         if not text:

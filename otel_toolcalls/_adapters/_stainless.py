@@ -38,6 +38,7 @@ from .._stream import (
 )
 from .._telemetry import Telemetry
 from ._patches import Patches
+from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
@@ -225,11 +226,11 @@ class StainlessSDK:
             try:
                 result = wrapped(*args, **kwargs)
             except Exception as exc:
-                _guarded(fail, found, instance, exc)
+                guarded(fail, found, instance, exc)
                 raise
             finally:
                 pending.reset(token)
-            _guarded(finish, found, result)
+            guarded(finish, found, result)
             return result
 
         async def async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -243,11 +244,11 @@ class StainlessSDK:
             try:
                 result = await wrapped(*args, **kwargs)
             except Exception as exc:
-                _guarded(fail, found, instance, exc)
+                guarded(fail, found, instance, exc)
                 raise
             finally:
                 pending.reset(token)
-            _guarded(finish, found, result)
+            guarded(finish, found, result)
             return result
 
         def close_wrapper(attribute: str) -> Callable[..., Any]:
@@ -288,13 +289,6 @@ class StainlessSDK:
         return None
 
 
-def _guarded(function: Callable[..., None], *args: Any) -> None:
-    try:
-        function(*args)
-    except Exception:
-        _log.debug("otel_toolcalls: instrumentation step failed", exc_info=True)
-
-
 def _model(options: Any) -> str | None:
     body = getattr(options, "json_data", None)
     if isinstance(body, dict):
@@ -304,11 +298,4 @@ def _model(options: Any) -> str | None:
 
 
 def _server(client: Any) -> tuple[str | None, int | None]:
-    url = getattr(client, "base_url", None)
-    if url is None:
-        return None, None
-    host = getattr(url, "host", None) or None
-    port = getattr(url, "port", None)
-    if port is None:
-        port = {"https": 443, "http": 80}.get(getattr(url, "scheme", ""))
-    return host, port
+    return server_of(getattr(client, "base_url", None))

@@ -22,7 +22,6 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -33,6 +32,7 @@ from .._stream import bind, close_seen, foreign_inference_span, install_exit_hoo
 from .._telemetry import Telemetry
 from ._bedrock_converse import process_event
 from ._patches import Patches
+from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def instrument(telemetry: Telemetry) -> bool:
         try:
             return wrapped(*args, **kwargs)
         except Exception as exc:
-            _guarded(_request_failed, telemetry, request, exc)
+            guarded(_request_failed, telemetry, request, exc)
             raise
         finally:
             _pending.reset(token)
@@ -102,7 +102,7 @@ def instrument(telemetry: Telemetry) -> bool:
     def init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
         wrapped(*args, **kwargs)
         if getattr(instance, "_operation_name", None) == OPERATION and is_instrumentation_enabled():
-            _guarded(_start_stream, telemetry, instance)
+            guarded(_start_stream, telemetry, instance)
 
     def close_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         close_seen(instance)
@@ -125,7 +125,7 @@ def _begin(client: Any, args: Any, kwargs: Any) -> _Request | None:
         return None
     params = args[1] if len(args) > 1 else kwargs.get("api_params")
     model = params.get("modelId") if isinstance(params, dict) else None
-    host, port = _server(getattr(getattr(client, "meta", None), "endpoint_url", None))
+    host, port = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
     return _Request(
         time.time_ns(), otel_context.get_current(), model if isinstance(model, str) else None, host, port
     )
@@ -171,7 +171,7 @@ def _parse_hook(parse: Any, state: StreamState) -> Any:
         try:
             event = parse(message)
         except BaseException as exc:
-            _guarded(state.failed, exc)
+            guarded(state.failed, exc)
             raise
         try:
             process_event(state, event)
@@ -190,18 +190,3 @@ def _request_failed(telemetry: Telemetry, request: _Request, exc: BaseException)
     if foreign_inference_span(request.parent) is not None:
         return
     StreamState(telemetry, _request_info(request)).failed(exc)
-
-
-def _server(endpoint_url: Any) -> tuple[str | None, int | None]:
-    if not isinstance(endpoint_url, str):
-        return None, None
-    parts = urlsplit(endpoint_url)
-    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-    return parts.hostname or None, port
-
-
-def _guarded(function: Any, *args: Any) -> None:
-    try:
-        function(*args)
-    except Exception:
-        _log.debug("otel_toolcalls: Bedrock instrumentation step failed", exc_info=True)

@@ -17,7 +17,6 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -35,6 +34,7 @@ from .._stream import (
 )
 from .._telemetry import Telemetry
 from ._patches import Patches
+from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
@@ -186,26 +186,26 @@ class _TracedRequest:
         install_exit_hook()
 
     def __enter__(self) -> Any:
-        _guarded(self._begin)
+        guarded(self._begin)
         try:
             response = self._inner.__enter__()
         except Exception as exc:
-            _guarded(self._failed, exc)
+            guarded(self._failed, exc)
             raise
-        _guarded(self._adopt, response)
+        guarded(self._adopt, response)
         return response
 
     def __exit__(self, *exc_info: Any) -> Any:
         return self._inner.__exit__(*exc_info)
 
     async def __aenter__(self) -> Any:
-        _guarded(self._begin)
+        guarded(self._begin)
         try:
             response = await self._inner.__aenter__()
         except Exception as exc:
-            _guarded(self._failed, exc)
+            guarded(self._failed, exc)
             raise
-        _guarded(self._adopt, response)
+        guarded(self._adopt, response)
         return response
 
     async def __aexit__(self, *exc_info: Any) -> Any:
@@ -216,15 +216,7 @@ class _TracedRequest:
 
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
-    parts = urlsplit(instance._client_wrapper.get_base_url())
-    return parts.hostname, parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-
-
-def _guarded(function: Any, *args: Any) -> None:
-    try:
-        function(*args)
-    except Exception:
-        _log.debug("otel_toolcalls: cohere instrumentation step failed", exc_info=True)
+    return server_of(instance._client_wrapper.get_base_url())
 
 
 def instrument(telemetry: Telemetry) -> bool:

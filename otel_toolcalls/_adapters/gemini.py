@@ -17,7 +17,6 @@ import asyncio
 import logging
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -29,6 +28,7 @@ from . import _gemini_afc as afc
 from ._gemini_chunks import process_chunk
 from ._gemini_streams import AsyncStream, SyncStream, async_session, sync_session
 from ._patches import Patches
+from ._shared import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -157,10 +157,4 @@ def _new_state(instance: Any, kwargs: Any, session: Any) -> StreamState | None:
 
 
 def _server(client: Any) -> tuple[str | None, int | None]:
-    options = getattr(client, "_http_options", None)
-    url = getattr(options, "base_url", None)
-    if not isinstance(url, str):
-        return None, None
-    parts = urlsplit(url)
-    port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-    return parts.hostname or None, port
+    return server_of(getattr(getattr(client, "_http_options", None), "base_url", None))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import urlsplit
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
@@ -26,6 +25,7 @@ from .._stream import bound, foreign_inference_span, install_exit_hook, watch, w
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
 from ._patches import Patches
+from ._shared import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -87,11 +87,7 @@ def _sdk_saw(completion_stream: Any) -> bool:
 
 def _server(wrapper: Any) -> tuple[str | None, int | None]:
     params = wrapper.logging_obj.model_call_details.get("litellm_params") or {}
-    api_base = params.get("api_base")
-    if not isinstance(api_base, str) or "//" not in api_base:
-        return None, None
-    parts = urlsplit(api_base)
-    return parts.hostname, parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    return server_of(params.get("api_base"))
 
 
 def _start(telemetry: Telemetry, wrapper: Any) -> None:

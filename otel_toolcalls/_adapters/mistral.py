@@ -30,6 +30,7 @@ from .._stream import (
 from .._telemetry import Telemetry
 from ._chat_completions import _call_id
 from ._patches import Patches
+from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
@@ -92,11 +93,7 @@ def _tool_calls(state: StreamState, *, choice: int, tool_calls: Any) -> None:
 
 
 def _server(response: Any) -> tuple[str | None, int | None]:
-    url = getattr(getattr(response, "request", None), "url", None)
-    if url is None:
-        return None, None
-    port = url.port or {"https": 443, "http": 80}.get(url.scheme)
-    return url.host or None, port
+    return server_of(getattr(getattr(response, "request", None), "url", None))
 
 
 def _sdk_span(response: Any) -> Any:
@@ -143,13 +140,6 @@ def _failed(telemetry: Telemetry, start_ns: int, parent: Any, model: Any, exc: B
     StreamState(telemetry, request).failed(exc)
 
 
-def _guarded(function: Any, *args: Any) -> None:
-    try:
-        function(*args)
-    except Exception:
-        _log.debug("otel_toolcalls: mistral instrumentation step failed", exc_info=True)
-
-
 def instrument(telemetry: Telemetry) -> bool:
     try:
         __import__(_CHAT)
@@ -164,9 +154,9 @@ def instrument(telemetry: Telemetry) -> bool:
         try:
             result = wrapped(*args, **kwargs)
         except Exception as exc:
-            _guarded(_failed, telemetry, start_ns, parent, model, exc)
+            guarded(_failed, telemetry, start_ns, parent, model, exc)
             raise
-        _guarded(_adopt, telemetry, result, start_ns, parent, model)
+        guarded(_adopt, telemetry, result, start_ns, parent, model)
         return result
 
     async def stream_async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -176,9 +166,9 @@ def instrument(telemetry: Telemetry) -> bool:
         try:
             result = await wrapped(*args, **kwargs)
         except Exception as exc:
-            _guarded(_failed, telemetry, start_ns, parent, model, exc)
+            guarded(_failed, telemetry, start_ns, parent, model, exc)
             raise
-        _guarded(_adopt, telemetry, result, start_ns, parent, model)
+        guarded(_adopt, telemetry, result, start_ns, parent, model)
         return result
 
     def close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
