@@ -1,14 +1,14 @@
-"""The thin proxies handed back in place of google-genai's bare generators, and their sessions.
+"""What is handed back in place of google-genai's bare generators (``_returned``), and their sessions.
 
 ``generate_content_stream`` (and chats' ``send_message_stream``) return a plain generator that may
 make several requests in turn (automatic function calling rounds, continuation hops). Each request
-is a ``StreamState`` made where the SDK sends it (``_generate_content_stream``); the proxy only
+is a ``StreamState`` made where the SDK sends it (``_generate_content_stream``); what is handed back only
 learns of them through its session, so that a ``close()`` it sees ends them as ``closed`` and its
 collection ends them as ``abandoned`` (TELEMETRY.md section 6, "Closed or abandoned").
 
-A request is made while the proxy is being advanced: the sync proxy publishes its session in a
-thread-local for the length of each ``next()`` (no allocation per chunk), the async proxy in a
-context variable (another task may run while it awaits).
+A request is made while the returned generator is being advanced: the sync one publishes its
+session in a thread-local for the length of each step (no allocation per chunk), the async one in
+a context variable (another task may run while it awaits).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ import threading
 import weakref
 from typing import Any
 
-from wrapt import ObjectProxy
-
 from .._core import StreamState
 from .._stream import watch
+from ._returned import hand_back
 
 _log = logging.getLogger(__name__)
 
@@ -31,7 +30,7 @@ class Session:
     """The requests one returned generator has made.
 
     ``parent``: the session being advanced when this generator was made (a chat's generator makes
-    the models' one): the parent learns of the requests too, so closing the chat's proxy closes them.
+    the models' one): the parent learns of the requests too, so closing the chat's generator closes them.
     """
 
     __slots__ = ("owner", "parent", "states")
@@ -74,74 +73,30 @@ def async_session() -> Session | None:
     return _ASYNC.get()
 
 
-def _own(proxy: Any, parent: Session | None) -> Session:
+class _Publish:
+    """Publishes one session in the thread-local for the length of each step of its generator."""
+
+    __slots__ = ("previous", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.previous: Session | None = None
+
+    def __enter__(self) -> None:
+        self.previous, _SYNC.session = _SYNC.session, self.session
+
+    def __exit__(self, *exc_info: Any) -> None:
+        _SYNC.session, self.previous = self.previous, None
+
+
+def hand_back_stream(wrapped: Any, parent: Session | None) -> Any:
+    """The SDK's generator as the user gets it: same chunks, same exceptions, ``close()`` seen."""
     session = Session(parent)
-    session.owner = weakref.ref(proxy)
-    return session
-
-
-class SyncStream(ObjectProxy):  # type: ignore[misc]
-    """Stands for the SDK's generator: same chunks, same exceptions, ``close()`` seen."""
-
-    def __init__(self, wrapped: Any, parent: Session | None) -> None:
-        super().__init__(wrapped)
-        self._self_session = _own(self, parent)
-
-    def __iter__(self) -> SyncStream:
-        return self
-
-    def __next__(self) -> Any:
-        local = _SYNC
-        previous = local.session
-        local.session = self._self_session
-        try:
-            return next(self.__wrapped__)
-        finally:
-            local.session = previous
-
-    def send(self, value: Any) -> Any:
-        local = _SYNC
-        previous = local.session
-        local.session = self._self_session
-        try:
-            return self.__wrapped__.send(value)
-        finally:
-            local.session = previous
-
-    def close(self) -> None:
-        _closed(self._self_session)
-        return self.__wrapped__.close()  # type: ignore[no-any-return]
-
-
-class AsyncStream(ObjectProxy):  # type: ignore[misc]
-    def __init__(self, wrapped: Any, parent: Session | None) -> None:
-        super().__init__(wrapped)
-        self._self_session = _own(self, parent)
-
-    def __aiter__(self) -> AsyncStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        token = _ASYNC.set(self._self_session)
-        try:
-            return await self.__wrapped__.__anext__()
-        finally:
-            _ASYNC.reset(token)
-
-    async def asend(self, value: Any) -> Any:
-        token = _ASYNC.set(self._self_session)
-        try:
-            return await self.__wrapped__.asend(value)
-        finally:
-            _ASYNC.reset(token)
-
-    async def aclose(self) -> None:
-        _closed(self._self_session)
-        return await self.__wrapped__.aclose()  # type: ignore[no-any-return]
-
-
-def _closed(session: Session) -> None:
-    try:
-        session.closed()
-    except Exception:
-        _log.debug("otel_toolcalls: failed to record a close", exc_info=True)
+    returned = hand_back(
+        wrapped,
+        on_close=session.closed,
+        scope=_Publish(session),
+        publish=(_ASYNC, session),
+    )
+    session.owner = weakref.ref(returned)
+    return returned

@@ -3,7 +3,8 @@
 ``V2Client.chat_stream`` is a generator function around ``RawV2Client.chat_stream`` (a context
 manager yielding the event iterator; the SDK itself logs and skips events it cannot parse). The
 user gets a bare generator, whose ``close()`` nothing could observe, so the package hands back a
-thin proxy that sees ``close()`` / ``aclose()`` and passes everything else through. The stream
+generator of its own relaying the SDK's (an async-generator proxy for the async client) that sees
+``close()`` / ``aclose()`` and is in every other way what the SDK returned (``_returned``). The stream
 itself is traced where the raw client makes it: the request starts there, and an HTTP error
 status raises there.
 
@@ -13,6 +14,7 @@ settles the last one (``MAX_TOKENS`` truncates it, ``ERROR`` / ``TIMEOUT`` are s
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -20,7 +22,6 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-from wrapt import ObjectProxy
 
 from .._core import RequestInfo, StreamState
 from .._stream import (
@@ -34,6 +35,7 @@ from .._stream import (
 )
 from .._telemetry import Telemetry
 from ._patches import Patches
+from ._returned import hand_back
 from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
@@ -107,38 +109,15 @@ def process_event(state: StreamState, event: Any) -> None:
         handler(state, event)
 
 
-# -- the proxy the user gets -------------------------------------------------------------------------
+# -- what the user gets ------------------------------------------------------------------------------
 
 
-class _Stream(ObjectProxy):  # type: ignore[misc]
-    """The SDK's generator as the user would have had it; ``close()`` / ``aclose()`` are seen."""
-
-    def __iter__(self) -> Any:
-        return self
-
-    def __next__(self) -> Any:
-        return next(self.__wrapped__)
-
-    def __aiter__(self) -> Any:
-        return self
-
-    def __anext__(self) -> Any:
-        return self.__wrapped__.__anext__()
-
-    def close(self) -> Any:
-        _close_seen(getattr(self.__wrapped__, "gi_frame", None))
-        return self.__wrapped__.close()
-
-    def aclose(self) -> Any:
-        _close_seen(getattr(self.__wrapped__, "ag_frame", None))
-        return self.__wrapped__.aclose()
-
-
-def _close_seen(frame: Any) -> None:
-    # The stream's state is bound to the raw HttpResponse the generator holds in a local while it
-    # iterates; looking it up only here keeps the SDK's generator untouched. No frame, or no
+def _close_seen(generator: Any) -> None:
+    # The stream's state is bound to the raw HttpResponse the SDK's generator holds in a local while
+    # it iterates; looking it up only here keeps the SDK's generator untouched. No frame, or no
     # response yet: the request was never made, there is nothing to close.
     try:
+        frame = getattr(generator, "gi_frame", None) or getattr(generator, "ag_frame", None)
         for value in (frame.f_locals if frame is not None else {}).values():
             if bound(value) is not None:
                 close_seen(value)
@@ -233,11 +212,19 @@ def instrument(telemetry: Telemetry) -> bool:
         return _TracedRequest(inner, telemetry, instance, kwargs.get("model"))
 
     def chat_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        return _Stream(wrapped(*args, **kwargs))
+        stream = wrapped(*args, **kwargs)
+        if not is_instrumentation_enabled():
+            return stream
+        try:
+            return hand_back(stream, on_close=functools.partial(_close_seen, stream))
+        except Exception:
+            _log.debug("otel_toolcalls: could not wrap a cohere stream", exc_info=True)
+            return stream
 
     # The raw client makes every v2 stream, whatever client object leads there. The public method
-    # only adds the proxy; cohere's Client binds its methods in __init__, so a client made before
-    # instrument() keeps the bare generator (its close() is then recorded as abandoned).
+    # only makes its generator's close seen (_returned); cohere's Client binds its methods in
+    # __init__, so a client made before instrument() keeps the bare generator (its close() is then
+    # recorded as abandoned).
     _patches.wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)
     _patches.wrap(_RAW, "AsyncRawV2Client.chat_stream", raw_chat_stream)
     _patches.wrap(_MODULE, "V2Client.chat_stream", chat_stream)

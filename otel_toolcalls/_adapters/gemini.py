@@ -6,7 +6,8 @@ Choke points, and why:
   request (each automatic-function-calling round and each continuation hop is its own request):
   one ``StreamState`` each, its chunks translated by ``_gemini_chunks``.
 - ``generate_content_stream`` and chats' ``send_message_stream``: they hand the user a bare
-  generator, so the package hands back a thin proxy that sees ``close()`` (``_gemini_streams``).
+  generator, so the package hands back one of its own that sees ``close()`` and is in every other
+  way what the SDK returned (``_gemini_streams``, ``_returned``).
 - ``_extra_utils.get_function_response_parts`` and ``invoke_function_from_dict_args`` (and their
   async twins): where the SDK runs the user's Python tools (``_gemini_afc``).
 """
@@ -26,7 +27,7 @@ from .._stream import foreign_inference_span, install_exit_hook, wrap_async, wra
 from .._telemetry import Telemetry
 from . import _gemini_afc as afc
 from ._gemini_chunks import process_chunk
-from ._gemini_streams import AsyncStream, SyncStream, async_session, sync_session
+from ._gemini_streams import async_session, hand_back_stream, sync_session
 from ._patches import Patches
 from ._shared import server_of
 
@@ -80,7 +81,7 @@ def _sync_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) ->
     if not is_instrumentation_enabled():
         return stream
     try:
-        return SyncStream(stream, sync_session())
+        return hand_back_stream(stream, sync_session())
     except Exception:
         _log.debug("otel_toolcalls: could not wrap a google-genai stream", exc_info=True)
         return stream
@@ -91,7 +92,7 @@ async def _async_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: 
     if not is_instrumentation_enabled():
         return stream
     try:
-        return AsyncStream(stream, async_session())
+        return hand_back_stream(stream, async_session())
     except Exception:
         _log.debug("otel_toolcalls: could not wrap a google-genai stream", exc_info=True)
         return stream
