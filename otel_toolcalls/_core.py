@@ -3,6 +3,13 @@
 Adapters translate their SDK's chunks into the calls below; nothing here knows a provider. One
 ``StreamState`` lives per streamed request. Its event methods are cheap (the per-fragment one is
 two additions); all span and metric work is deferred to a block's end or the stream's end.
+
+Threads: a stream can end from any thread (``close()`` while another thread iterates, a garbage
+collection, interpreter exit) while events still arrive. Every method that opens, settles or ends
+a call decides under the state's lock, so a call is ended by exactly one of them and none is
+opened once the stream is done; the spans are ended after the lock is released, so an exporter
+never runs under it. Fragments take no lock: they only count into a call that is open or was
+just ended (a fragment that loses that race arrived after the end, and is not counted).
 """
 
 from __future__ import annotations
@@ -137,6 +144,9 @@ class _Call:
         self.content: list[str] | None = [] if capture else None
 
 
+# A call to end, its abort reason (None: completed), error type and end time (None: now).
+_End = tuple["_Call", "str | None", "str | None", "int | None"]
+
 # Streams still open, so that interpreter exit can end their calls as abandoned before the
 # tracer provider's own atexit shutdown runs (see _stream.install_exit_hook).
 LIVE: dict[int, StreamState] = {}
@@ -163,7 +173,10 @@ class StreamState:
         self._stop_abort: str | None = None
         self._error_type: str | None = None
         self._done = False
-        self._lock = threading.Lock()
+        # What finalize() ended the stream with: the reason a call that was being opened meanwhile takes.
+        self._closing: tuple[str, str | None] = (n.INCOMPLETE, None)
+        # Reentrant: a collection in the thread that holds it can abandon this very stream.
+        self._lock = threading.RLock()
         self.tool_calls = 0
         self.response_id: str | None = None
         self.response_model: str | None = None
@@ -210,8 +223,10 @@ class StreamState:
     def first_chunk(self) -> None:
         now = self.first_chunk_ns = _time_ns()
         ttfc = (now - self.start_ns) / 1e9
-        if self._owns_span:
-            self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
+        with self._lock:
+            # Not on a span that ended already (closed from another thread before this chunk).
+            if self._owns_span and not self._done:
+                self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
         attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
@@ -224,7 +239,8 @@ class StreamState:
         if first is None or (first - self.start_ns) < settings.buffered_min_ttfc_ms * 1e6:
             return
         if (_time_ns() - first) <= settings.buffered_window_ms * 1e6:
-            self.buffered = True
+            with self._lock:
+                self.buffered = self.buffered or not self._done
 
     # -- block events ----------------------------------------------------------------------------
 
@@ -238,12 +254,29 @@ class StreamState:
         tool_type: str = n.TOOL_TYPE_FUNCTION,
         choice: int = 0,
     ) -> None:
-        if self._done:
-            return
-        previous = self.open.pop(key, None)
-        if previous is not None:
-            self._end_call(previous, n.INCOMPLETE, None)
-        self.other_block_started()
+        ends: list[_End] = []
+        with self._lock:
+            if self._done:
+                return
+            previous = self.open.pop(key, None)
+            if previous is not None:
+                ends.append((previous, n.INCOMPLETE, None, None))
+            self._take_pending(ends)
+            call = self._start_call(key, name, call_id, index, tool_type, choice)
+            if self._done:
+                # Finalized while the span was being started (a span processor, or a collection in
+                # this thread, ended the stream): the call ends as the stream did, not left open.
+                reason, error_type = self._closing
+                ends.append((call, reason, error_type, None))
+            else:
+                self.open[key] = call
+            self._choices_with_calls.add(choice)
+            self.tool_calls += 1
+        self._end_calls(ends)
+
+    def _start_call(
+        self, key: Hashable, name: str, call_id: str | None, index: int | None, tool_type: str, choice: int
+    ) -> _Call:
         name = name[: n.MAX_NAME_LENGTH]
         if call_id is not None:
             call_id = call_id[: n.MAX_NAME_LENGTH]
@@ -266,7 +299,7 @@ class StreamState:
             attributes=attributes,
             start_time=start_ns,
         )
-        self.open[key] = _Call(
+        return _Call(
             key,
             choice,
             index,
@@ -277,8 +310,6 @@ class StreamState:
             start_ns,
             self._t.settings.capture_content,
         )
-        self._choices_with_calls.add(choice)
-        self.tool_calls += 1
 
     def fragment(self, key: Hashable, text: str | None) -> None:
         """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
@@ -312,35 +343,51 @@ class StreamState:
         ``unsettled``: the abort reason it takes if nothing settles it (an OpenAI Responses item
         done with status ``incomplete`` is ``truncated`` unless a ``response.incomplete`` says why).
         """
-        call = self.open.pop(key, None)
-        if call is None:
-            return
-        self._settle_pending()
-        call.stop_ns = _time_ns()
-        self._pending = call
-        self._pending_default = unsettled
+        ends: list[_End] = []
+        with self._lock:
+            call = self.open.pop(key, None)
+            if call is None:
+                return
+            self._take_pending(ends)
+            call.stop_ns = _time_ns()
+            self._pending = call
+            self._pending_default = unsettled
+        self._end_calls(ends)
 
     def block_completed(self, key: Hashable) -> None:
         """A completion event nothing later can overturn (OpenAI Responses item done, Gemini part)."""
-        call = self.open.pop(key, None)
-        if call is not None:
-            self._end_call(call, None, None)
+        self.block_aborted(key, None)
 
-    def block_aborted(self, key: Hashable, reason: str, error_type: str | None = None) -> None:
-        call = self.open.pop(key, None)
+    def block_aborted(self, key: Hashable, reason: str | None, error_type: str | None = None) -> None:
+        with self._lock:
+            call = self.open.pop(key, None)
         if call is not None:
             self._end_call(call, reason, error_type)
 
     def other_block_started(self) -> None:
         """Any new block (text included) settles the pending one: the limit did not cut it."""
-        if self._pending is not None:
-            self._settle_pending()
+        ends: list[_End] = []
+        with self._lock:
+            self._take_pending(ends)
+        self._end_calls(ends)
 
-    def _settle_pending(self, reason: str | None = None) -> None:
+    def _take_pending(self, ends: list[_End], reason: str | None = None) -> None:
+        """Under the lock: the pending call, settled with ``reason`` (or its default), to be ended."""
         call, self._pending = self._pending, None
         default, self._pending_default = self._pending_default, None
         if call is not None:
-            self._end_call(call, reason or default, None, call.stop_ns)
+            ends.append((call, reason or default, None, call.stop_ns))
+
+    def _take_open(self, ends: list[_End], reason: str, error_type: str | None) -> None:
+        """Under the lock: every open call, to be ended with ``reason``."""
+        for call in self.open.values():
+            ends.append((call, reason, error_type, None))
+        self.open.clear()
+
+    def _end_calls(self, ends: list[_End]) -> None:
+        """Outside the lock: the calls the locked part took, ended by this thread and no other."""
+        for call, reason, error_type, end_ns in ends:
+            self._end_call(call, reason, error_type, end_ns)
 
     # -- stream-level events ---------------------------------------------------------------------
 
@@ -349,43 +396,50 @@ class StreamState:
 
         ``completes_open``: the reason is itself the calls' completion event (OpenAI chat).
         """
-        if reason is not None:
-            self._finish_reasons[0 if choice is None else choice] = reason
         abort = classify(reason)
-        if abort is not None:
-            self._stop_abort = abort
-            if abort == n.STREAM_ERROR:
-                self._error_type = reason
-        if self._pending is not None and (choice is None or self._pending.choice == choice):
-            self._settle_pending(abort)
-        if abort is None and not completes_open:
-            return
-        for key, call in list(self.open.items()):
-            if choice is None or call.choice == choice:
-                del self.open[key]
-                self._end_call(call, abort, reason if abort == n.STREAM_ERROR else None)
+        ends: list[_End] = []
+        with self._lock:
+            if self._done:
+                return
+            if reason is not None:
+                self._finish_reasons[0 if choice is None else choice] = reason
+            if abort is not None:
+                self._stop_abort = abort
+                if abort == n.STREAM_ERROR:
+                    self._error_type = reason
+            if self._pending is not None and (choice is None or self._pending.choice == choice):
+                self._take_pending(ends, abort)
+            if abort is not None or completes_open:
+                error_type = reason if abort == n.STREAM_ERROR else None
+                for key, call in list(self.open.items()):
+                    if choice is None or call.choice == choice:
+                        del self.open[key]
+                        ends.append((call, abort, error_type, None))
+        self._end_calls(ends)
 
     def final_event(self) -> None:
         """The provider's last event for the response arrived (message_stop, response.completed...)."""
-        self._final = True
-        span = self.request.adopted_span
-        if span is not None and span.is_recording():
-            # Someone else's span (an SDK that traces itself) may end with the body, before this
-            # stream is finalized: its toolcall.* attributes are written now, while it is open.
-            self._annotate(span, self._stream_outcome(n.INCOMPLETE, None)[0])
+        with self._lock:
+            if self._done:
+                return
+            self._final = True
+            span = self.request.adopted_span
+            if span is not None and span.is_recording():
+                # Someone else's span (an SDK that traces itself) may end with the body, before this
+                # stream is finalized: its toolcall.* attributes are written now, while it is open.
+                self._annotate(span, self._stream_outcome(n.INCOMPLETE, None)[0])
 
     def error_event(self, error_type: str | None) -> None:
         """An in-stream error event that raised nothing: open calls end as stream errors now."""
-        self._error_type = error_type or n.OTHER
-        self._stop_abort = n.STREAM_ERROR
-        self._settle_pending()
-        self._abort_open(n.STREAM_ERROR, self._error_type)
-
-    def _abort_open(self, reason: str, error_type: str | None) -> None:
-        calls = list(self.open.values())
-        self.open.clear()
-        for call in calls:
-            self._end_call(call, reason, error_type)
+        ends: list[_End] = []
+        with self._lock:
+            if self._done:
+                return
+            self._error_type = error_type or n.OTHER
+            self._stop_abort = n.STREAM_ERROR
+            self._take_pending(ends)
+            self._take_open(ends, n.STREAM_ERROR, self._error_type)
+        self._end_calls(ends)
 
     # -- terminal events: each reaches finalize() once ---------------------------------------------
 
@@ -406,17 +460,20 @@ class StreamState:
         self.finalize(n.ABANDONED)
 
     def finalize(self, reason: str, error_type: str | None = None) -> None:
+        ends: list[_End] = []
         with self._lock:
             if self._done:
                 return
             self._done = True
+            self._closing = (reason, error_type if reason == n.STREAM_ERROR else None)
+            self._take_pending(ends)
+            self._take_open(ends, *self._closing)
         LIVE.pop(id(self), None)
-        if self.watcher is not None:
-            self.watcher.detach()
-            self.watcher = None
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.detach()
+        self._end_calls(ends)
         try:
-            self._settle_pending()
-            self._abort_open(reason, error_type if reason == n.STREAM_ERROR else None)
             self._end_inference(reason, error_type)
         except Exception:
             _log.debug("otel_toolcalls: failed to finalize a stream", exc_info=True)

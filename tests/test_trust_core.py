@@ -1,0 +1,151 @@
+"""The core under attack (issue 10): threads, faulty span processors, fork, long ids, empty calls,
+exception text and big arguments. Each test proves a class of failure cannot come back."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_toolcalls import _names as n
+from otel_toolcalls._config import Settings
+from otel_toolcalls._core import RequestInfo, StreamState
+from otel_toolcalls._telemetry import REGISTRY, Telemetry
+
+
+class Ledger(SpanProcessor):
+    """Every tool-call span started and how many times it reached on_end."""
+
+    def __init__(self) -> None:
+        self.started: dict[int, Span] = {}
+        self.ended: Counter[int] = Counter()
+        self._lock = threading.Lock()
+        self.on_start_hook: Any = None
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        if span.name.startswith(n.TOOL_CALL_SPAN_PREFIX):
+            with self._lock:
+                self.started[span.context.span_id] = span
+            if self.on_start_hook is not None:
+                self.on_start_hook(span)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name.startswith(n.TOOL_CALL_SPAN_PREFIX):
+            with self._lock:
+                self.ended[span.context.span_id] += 1
+
+
+@pytest.fixture
+def ledger(telemetry: Any) -> Ledger:
+    processor = Ledger()
+    telemetry.tracer_provider.add_span_processor(processor)
+    return processor
+
+
+@pytest.fixture
+def core(telemetry: Any) -> Any:
+    REGISTRY.clear()
+
+    def build(**settings: Any) -> StreamState:
+        t = Telemetry(Settings(**settings), telemetry.tracer_provider, telemetry.meter_provider)
+        return StreamState(t, RequestInfo(provider="openai", model="m-1"))
+
+    yield build
+    REGISTRY.clear()
+
+
+def calls_counted(telemetry: Any) -> int:
+    return sum(point.value for point in telemetry.points(n.METRIC_CALLS))
+
+
+def assert_every_call_accounted(telemetry: Any, ledger: Ledger) -> None:
+    """Started once, ended exactly once, exported, counted, and in the registry under its span."""
+    assert ledger.started, "no tool-call span started"
+    never = [sid for sid in ledger.started if ledger.ended[sid] == 0]
+    assert not never, f"{len(never)} of {len(ledger.started)} tool-call spans never ended"
+    twice = [sid for sid, count in ledger.ended.items() if count != 1]
+    assert not twice, f"{len(twice)} tool-call spans ended more than once"
+    exported = {s.context.span_id for s in telemetry.tool_spans()}
+    assert exported == set(ledger.started)
+    assert calls_counted(telemetry) == len(ledger.started), "toolcall.calls disagrees with the spans"
+    for span_id, span in ledger.started.items():
+        call_id = span.attributes[n.GEN_AI_TOOL_CALL_ID]
+        record = REGISTRY.get(call_id)
+        assert record is not None, f"{call_id} not in the registry"
+        assert record.span_context.span_id == span_id
+
+
+# -- 1. every way a stream ends, from any thread, reaches the one finalize-once path ---------------
+
+_BLOCKS = 12
+
+
+def _consume(state: StreamState, trial: int, midway: threading.Event) -> None:
+    # The event mix of real streams: calls completed, stopped-then-settled, and left open.
+    for i in range(_BLOCKS):
+        if i == trial % _BLOCKS:
+            midway.set()  # the closer goes now, racing the rest of the stream
+        state.block_started(i, name="f", call_id=f"t{trial}-b{i}")
+        state.fragment(i, '{"a": 1}')
+        if i % 3 == 0:
+            state.block_completed(i)
+        elif i % 3 == 1:
+            state.block_stopped(i)
+            state.other_block_started()
+    state.settle("tool_calls", completes_open=True)
+    state.final_event()
+    state.ended()
+
+
+def _run(errors: list[BaseException], action: Any, *args: Any) -> None:
+    try:
+        action(*args)
+    except BaseException as exc:  # reported by the test, not lost in the thread
+        errors.append(exc)
+
+
+def test_close_from_another_thread_while_consuming(telemetry, ledger, core):
+    """Two real threads: one consumes events, the other closes the stream once the consumer is
+    midway (an event, at a different block each trial). Whatever the interleaving, no call is left
+    open and none is ended twice."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # many interleavings per trial, on any machine
+    try:
+        for trial in range(150):
+            state = core()
+            midway = threading.Event()
+            errors: list[BaseException] = []
+
+            def close(state: StreamState = state, midway: threading.Event = midway) -> None:
+                midway.wait()
+                state.closed()
+
+            threads = [
+                threading.Thread(target=_run, args=(errors, _consume, state, trial, midway)),
+                threading.Thread(target=_run, args=(errors, close)),
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert not errors, errors
+    finally:
+        sys.setswitchinterval(interval)
+    assert_every_call_accounted(telemetry, ledger)
+
+
+def test_close_while_a_span_is_being_started(telemetry, ledger, core):
+    """The stream ends (here: a span processor closes it, as a collection in the consuming thread
+    would) between the check that the stream is open and the new call's registration."""
+    state = core()
+    ledger.on_start_hook = lambda span: state.closed()
+    state.block_started(0, name="f", call_id="late-1")
+    state.fragment(0, "{}")
+    state.block_started(1, name="f", call_id="late-2")  # the stream is closed: no span
+    assert_every_call_accounted(telemetry, ledger)
+    (span,) = telemetry.tool_spans()
+    assert span.attributes[n.TOOLCALL_ABORT_REASON] == n.CLOSED
