@@ -79,6 +79,24 @@ def error_type_of(exc: BaseException) -> str:
     return ".".join([*public, cls.__qualname__]) if public else cls.__qualname__
 
 
+def _guarded(step: Any, *args: Any) -> None:
+    """One step of ending a call or a stream, failing alone: a span processor that raises in
+    ``on_end`` (someone else's exporter path) must cost neither the metrics nor the registry."""
+    try:
+        step(*args)
+    except Exception:
+        _log.debug("otel_toolcalls: %s failed", getattr(step, "__name__", step), exc_info=True)
+
+
+def _start_span(tracer: trace.Tracer, name: str, **options: Any) -> Span:
+    """A span processor raising in ``on_start`` loses the span, not the call's outcome or metrics."""
+    try:
+        return tracer.start_span(name, **options)
+    except Exception:
+        _log.debug("otel_toolcalls: could not start span %r", name, exc_info=True)
+        return trace.INVALID_SPAN
+
+
 def utf8_len(text: str) -> int:
     # str.isascii() is O(1) in CPython; only non-ASCII fragments pay for an encode.
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
@@ -190,7 +208,8 @@ class StreamState:
         if request.adopted_span is not None:
             self.span: Span = request.adopted_span
         elif telemetry.settings.inference_spans:
-            self.span = telemetry.tracer.start_span(
+            self.span = _start_span(
+                telemetry.tracer,
                 f"{request.operation} {request.model}" if request.model else request.operation,
                 context=parent,
                 kind=SpanKind.CLIENT,
@@ -292,7 +311,8 @@ class StreamState:
         if index is not None:
             attributes[n.TOOLCALL_INDEX] = index
         start_ns = _time_ns()
-        span = self._t.tracer.start_span(
+        span = _start_span(
+            self._t.tracer,
             n.TOOL_CALL_SPAN_PREFIX + name,
             context=self._child_context,
             kind=SpanKind.INTERNAL,
@@ -532,37 +552,43 @@ class StreamState:
     def _end_call(
         self, call: _Call, reason: str | None, error_type: str | None, end_ns: int | None = None
     ) -> None:
-        """Ends a call's span, records its metrics and remembers it; ``reason`` None is completed."""
-        try:
-            end_ns = end_ns or _time_ns()
-            span = call.span
-            outcome = n.COMPLETED if reason is None else n.ABORTED
-            if reason == n.STREAM_ERROR:
-                error_type = error_type or n.OTHER
-            elif reason is not None:
-                error_type = reason
-            if span.is_recording():
-                span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
-                if call.has_size:
-                    span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
-                span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
-                if reason is not None:
-                    span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
-                    span.set_attribute(n.ERROR_TYPE, error_type or reason)
-                    span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
-                if call.content is not None:
-                    span.set_attribute(
-                        n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content)[: n.MAX_ARGUMENTS_LENGTH]
-                    )
-            span.end(end_time=end_ns)
-            self._record_metrics(call, outcome, reason, error_type, end_ns)
-            if call.call_id:
-                self._t.registry.put(
-                    call.call_id,
-                    CallRecord(outcome, reason, call.name, call.tool_type, span.get_span_context()),
+        """Remembers a call, records its metrics and ends its span; ``reason`` None is completed.
+
+        The registry and the metrics come first, each guarded on its own: neither depends on the
+        exporter path that ``span.end()`` runs (a synchronous processor, a raising one)."""
+        end_ns = end_ns or _time_ns()
+        outcome = n.COMPLETED if reason is None else n.ABORTED
+        if reason == n.STREAM_ERROR:
+            error_type = error_type or n.OTHER
+        elif reason is not None:
+            error_type = reason
+        if call.call_id:
+            _guarded(self._remember, call, outcome, reason)
+        _guarded(self._record_metrics, call, outcome, reason, error_type, end_ns)
+        _guarded(self._end_span, call, outcome, reason, error_type, end_ns)
+
+    def _remember(self, call: _Call, outcome: str, reason: str | None) -> None:
+        assert call.call_id is not None
+        record = CallRecord(outcome, reason, call.name, call.tool_type, call.span.get_span_context())
+        self._t.registry.put(call.call_id, record)
+
+    @staticmethod
+    def _end_span(call: _Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int) -> None:
+        span = call.span
+        if span.is_recording():
+            span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
+            if call.has_size:
+                span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
+            span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
+            if reason is not None:
+                span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
+                span.set_attribute(n.ERROR_TYPE, error_type or reason)
+                span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
+            if call.content is not None:
+                span.set_attribute(
+                    n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content)[: n.MAX_ARGUMENTS_LENGTH]
                 )
-        except Exception:
-            _log.debug("otel_toolcalls: failed to end a tool-call span", exc_info=True)
+        span.end(end_time=end_ns)
 
     def _record_metrics(
         self, call: _Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int

@@ -199,8 +199,8 @@ class execute_tool:
         span, self._span = self._span, None
         if span is None or self._telemetry is None:
             return
+        # The metric first and on its own: a span processor raising in on_end must not cost it.
         try:
-            span.end()
             attributes: dict[str, Any] = {
                 n.GEN_AI_TOOL_NAME: self._telemetry.tool_name_for_metrics(self.name or "unknown"),
                 n.TOOLCALL_OUTCOME: self._outcome,
@@ -208,6 +208,10 @@ class execute_tool:
             if error_type is not None:
                 attributes[n.ERROR_TYPE] = error_type
             self._telemetry.execute_duration.record(time.perf_counter() - self._start, attributes)
+        except Exception:
+            _log.debug("otel_toolcalls: could not record an execution's duration", exc_info=True)
+        try:
+            span.end()
         except Exception:
             _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
 

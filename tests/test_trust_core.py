@@ -8,6 +8,7 @@ import threading
 from collections import Counter
 from typing import Any
 
+import openai
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -149,3 +150,53 @@ def test_close_while_a_span_is_being_started(telemetry, ledger, core):
     assert_every_call_accounted(telemetry, ledger)
     (span,) = telemetry.tool_spans()
     assert span.attributes[n.TOOLCALL_ABORT_REASON] == n.CLOSED
+
+
+# -- 2. someone else's faulty span processor costs neither the registry nor the metrics ----------
+
+
+class Raising(SpanProcessor):
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        if self.where == "on_start":
+            raise RuntimeError("a processor that fails in on_start")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if self.where == "on_end":
+            raise RuntimeError("a processor that fails in on_end")
+
+
+@pytest.fixture
+def openai_client(fake: Any) -> Any:
+    return openai.OpenAI(base_url=fake.base_url + "/v1", api_key="test-key", max_retries=0)
+
+
+@pytest.mark.parametrize("where", ["on_end", "on_start"])
+def test_raising_span_processor_keeps_registry_metrics_and_strict(
+    telemetry, instrument, fake, openai_client, where
+):
+    from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
+    from otel_toolcalls.testing.openai_chat import PARALLEL, WEATHER, request, tool_call_script
+
+    telemetry.tracer_provider.add_span_processor(Raising(where))
+    instrument(strict=True)
+    fake.enqueue(tool_call_script(PARALLEL), tool_call_script([WEATHER], cut_after=3))
+    list(openai_client.chat.completions.create(**request()))
+    with pytest.raises(openai.APIConnectionError):  # dropped mid-arguments: the SDK's error
+        list(openai_client.chat.completions.create(**request()))
+
+    assert tool_call_outcome("call_par_1") == "completed"
+    assert tool_call_outcome("call_par_2") == "completed"
+    assert tool_call_outcome("call_weather_1") == "aborted"
+    assert telemetry.calls_by_outcome() == {("completed", None): 2, ("aborted", "stream_error"): 1}
+    assert sum(p.count for p in telemetry.points(n.METRIC_DURATION)) == 3
+    ran: list[str] = []
+    with execute_tool("call_par_1"):
+        ran.append("call_par_1")
+    with pytest.raises(IncompleteToolCallError), execute_tool("call_weather_1"):
+        ran.append("call_weather_1")  # pragma: no cover - strict mode refuses it
+    assert ran == ["call_par_1"]
+    durations = telemetry.points(n.METRIC_EXECUTE_TOOL_DURATION)
+    assert sum(p.count for p in durations) == 2  # the refused execution is measured too
