@@ -15,6 +15,7 @@ just ended (a fragment that loses that race arrived after the end, and is not co
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Hashable
@@ -170,6 +171,19 @@ _End = tuple["_Call", "str | None", "str | None", "int | None"]
 LIVE: dict[int, StreamState] = {}
 
 
+def _forget_inherited_streams() -> None:
+    """In a forked child: the streams open at the fork are the parent's, which ends, exports and
+    counts them. Ended here too (collected, or at the child's exit), the same span ids would be
+    exported twice and phantom aborts counted."""
+    for state in list(LIVE.values()):
+        state.disown()
+    LIVE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_streams)
+
+
 class StreamState:
     """One streamed request: its inference span and its tool-call blocks."""
 
@@ -221,6 +235,18 @@ class StreamState:
             self.span = trace.get_current_span(parent)
         self._child_context = trace.set_span_in_context(self.span, parent)
         LIVE[id(self)] = self
+
+    def disown(self) -> None:
+        """Done without ending anything: the stream is another process's (see the fork hook)."""
+        # A new lock: a thread of the parent may have held this one at the fork, and that thread
+        # does not exist here to release it.
+        self._lock = threading.RLock()
+        self._done = True
+        self.open = {}
+        self._pending = None
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.detach()
 
     def _inference_attributes(self) -> dict[str, Any]:
         r = self.request

@@ -59,5 +59,10 @@ class CallRegistry:
             self._records.clear()
             self.aborted_count = 0
 
+    def after_fork_in_child(self) -> None:
+        # The records stay (facts about calls, true in the child too); the lock is new, as a thread
+        # of the parent may have held it at the fork.
+        self._lock = threading.Lock()
+
     def __len__(self) -> int:
         return len(self._records)

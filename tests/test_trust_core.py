@@ -3,6 +3,9 @@ exception text and big arguments. Each test proves a class of failure cannot com
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import threading
 from collections import Counter
@@ -200,3 +203,104 @@ def test_raising_span_processor_keeps_registry_metrics_and_strict(
     assert ran == ["call_par_1"]
     durations = telemetry.points(n.METRIC_EXECUTE_TOOL_DURATION)
     assert sum(p.count for p in durations) == 2  # the refused execution is measured too
+
+
+# -- 3. state inherited across a fork is the parent's ------------------------------------------
+
+_FORKING_APP = r'''
+import atexit, gc, json, os, sys
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+out, url = sys.argv[1], sys.argv[2]
+
+
+class FileExporter(SpanExporter):
+    """One file per process, so parent and child exports can be compared."""
+
+    def export(self, spans):
+        with open(os.path.join(out, f"spans-{os.getpid()}.jsonl"), "a") as f:
+            for s in spans:
+                f.write(json.dumps({"name": s.name, "span_id": s.context.span_id}) + "\n")
+        return SpanExportResult.SUCCESS
+
+
+reader = InMemoryMetricReader()
+
+
+def dump_calls():
+    # Registered before the package's exit hook, so it runs after it (atexit is last in, first out).
+    points = []
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                if m.name == "toolcall.calls":
+                    points += [[dict(p.attributes), p.value] for p in m.data.data_points]
+    with open(os.path.join(out, f"calls-{os.getpid()}.json"), "w") as f:
+        json.dump(points, f)
+
+
+atexit.register(dump_calls)
+tracer_provider = TracerProvider()
+tracer_provider.add_span_processor(SimpleSpanProcessor(FileExporter()))
+from otel_toolcalls import ToolCallsInstrumentor
+
+ToolCallsInstrumentor().instrument(
+    tracer_provider=tracer_provider, meter_provider=MeterProvider(metric_readers=[reader])
+)
+import openai
+
+client = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0)
+request = dict(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True)
+stream = client.chat.completions.create(**request)
+chunks = iter(stream)
+next(chunks)  # the tool call's block start: the call is open
+pid = os.fork()
+if pid == 0:
+    del stream, chunks
+    gc.collect()  # the child's copy of the parent's stream is collected
+    list(client.chat.completions.create(**request))  # the child's own stream
+    sys.exit(0)  # interpreter exit: the package's exit hook runs
+_, status = os.waitpid(pid, 0)
+stream.close()
+with open(os.path.join(out, "pids"), "w") as f:
+    f.write(f"{os.getpid()} {pid} {status}")
+'''
+
+
+def _read_spans(path: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_with_a_stream_open(tmp_path, fake):
+    """A real process forks with a call open; the child drops its copy of the stream, streams on
+    its own and exits. The parent's calls are ended and exported by the parent alone."""
+    from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
+
+    fake.enqueue(tool_call_script([WEATHER]), tool_call_script([WEATHER]))
+    app = tmp_path / "app.py"
+    app.write_text(_FORKING_APP)
+    done = subprocess.run(
+        [sys.executable, str(app), str(tmp_path), fake.base_url], capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    parent_pid, child_pid, status = map(int, (tmp_path / "pids").read_text().split())
+    assert status == 0
+    parent = _read_spans(tmp_path / f"spans-{parent_pid}.jsonl")
+    child = _read_spans(tmp_path / f"spans-{child_pid}.jsonl")
+    assert sorted(s["name"] for s in parent) == ["chat gpt-4o-mini", "tool_call get_weather"]
+    # The child exported its own stream's spans, and none of the parent's.
+    assert sorted(s["name"] for s in child) == ["chat gpt-4o-mini", "tool_call get_weather"]
+    assert not {s["span_id"] for s in parent} & {s["span_id"] for s in child}, "a span exported twice"
+    assert _calls(tmp_path, child_pid) == [("completed", None, 1)]
+    assert _calls(tmp_path, parent_pid) == [("aborted", "closed", 1)]
+
+
+def _calls(tmp_path: Any, pid: int) -> list[tuple[str, str | None, int]]:
+    points = json.loads((tmp_path / f"calls-{pid}.json").read_text())
+    return [(a[n.TOOLCALL_OUTCOME], a.get(n.TOOLCALL_ABORT_REASON), v) for a, v in points]
