@@ -27,7 +27,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import _names as n
-from ._registry import CallRecord
+from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
@@ -323,8 +323,6 @@ class StreamState:
         self, key: Hashable, name: str, call_id: str | None, index: int | None, tool_type: str, choice: int
     ) -> _Call:
         name = name[: n.MAX_NAME_LENGTH]
-        if call_id is not None:
-            call_id = call_id[: n.MAX_NAME_LENGTH]
         attributes: dict[str, Any] = {
             n.GEN_AI_PROVIDER_NAME: self.provider,
             n.GEN_AI_TOOL_NAME: name,
@@ -333,7 +331,7 @@ class StreamState:
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
         if call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = call_id
+            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(call_id)
         if index is not None:
             attributes[n.TOOLCALL_INDEX] = index
         start_ns = _time_ns()

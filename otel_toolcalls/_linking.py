@@ -21,7 +21,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from . import _names as n
 from ._core import error_type_of
-from ._registry import CallRecord
+from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry, current
 
 _log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class execute_tool:
             n.TOOLCALL_OUTCOME: self._outcome,
         }
         if self.call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = self.call_id[: n.MAX_NAME_LENGTH]
+            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(self.call_id)
         if record is not None and record.reason:
             attributes[n.TOOLCALL_ABORT_REASON] = record.reason
         link = _link_to(record)

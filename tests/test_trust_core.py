@@ -304,3 +304,68 @@ def test_fork_with_a_stream_open(tmp_path, fake):
 def _calls(tmp_path: Any, pid: int) -> list[tuple[str, str | None, int]]:
     points = json.loads((tmp_path / f"calls-{pid}.json").read_text())
     return [(a[n.TOOLCALL_OUTCOME], a.get(n.TOOLCALL_ABORT_REASON), v) for a, v in points]
+
+
+# -- 4. one normalization of call ids, wherever one is stored or looked up ---------------------
+
+LONG_DONE = "call_" + "d" * 295  # 300 characters: longer than the 256 an id is cut to
+LONG_CUT = "call_" + "c" * 295
+
+
+def _repeating_ids(call: Any) -> list[Any]:
+    # Mistral and some OpenAI-compatible servers repeat name and id on every delta of the call.
+    from otel_toolcalls.testing.openai_chat import Event
+
+    return [Event(index=0, id=call.id, name=call.name, arguments=piece) for piece in call.pieces()]
+
+
+def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
+    from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
+    from otel_toolcalls._execution import run_sync
+    from otel_toolcalls.testing.openai_chat import Event, ToolCall, request, script_for
+
+    done = ToolCall(name="get_weather", id=LONG_DONE, arguments='{"city": "Zürich"}')
+    cut = ToolCall(name="get_weather", id=LONG_CUT, arguments='{"city": "Bern", "days": 3}')
+    instrument(strict=True)
+    fake.enqueue(
+        script_for([*_repeating_ids(done), Event(finish_reason="tool_calls")]),
+        script_for(_repeating_ids(cut), cut_after=3),
+        script_for([Event(content="ok", finish_reason="stop")]),
+    )
+    list(openai_client.chat.completions.create(**request()))
+    with pytest.raises(openai.APIConnectionError):
+        list(openai_client.chat.completions.create(**request()))
+
+    spans = {s.attributes[n.GEN_AI_TOOL_CALL_ID]: s for s in telemetry.tool_spans()}
+    assert len(telemetry.tool_spans()) == 2, "one span per call, the repeated id starts no other"
+    assert set(spans) == {LONG_DONE[:256], LONG_CUT[:256]}
+    assert tool_call_outcome(LONG_DONE) == "completed"
+    assert tool_call_outcome(LONG_CUT) == "aborted"
+    assert tool_call_outcome(LONG_DONE[:256]) == "completed"  # the exported id finds it too
+
+    with execute_tool(LONG_DONE) as span:
+        # A framework adapter inside this execution sees the same call: no second execution span.
+        assert run_sync(LONG_DONE, "get_weather", lambda: "sunny") == "sunny"
+    (execution,) = [s for s in telemetry.spans() if s.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX)]
+    assert execution.context.span_id == span.get_span_context().span_id
+    assert execution.attributes[n.TOOLCALL_OUTCOME] == "completed"
+    assert execution.attributes[n.GEN_AI_TOOL_CALL_ID] == LONG_DONE[:256]
+    (link,) = execution.links
+    assert link.context.span_id == spans[LONG_DONE[:256]].context.span_id
+
+    ran: list[str] = []
+    with pytest.raises(IncompleteToolCallError):
+        execute_tool(LONG_CUT).__enter__()
+    with pytest.raises(IncompleteToolCallError):
+        run_sync(LONG_CUT, "get_weather", ran.append, "ran")  # the framework adapters' path
+    assert ran == []
+
+    turn = {"role": "assistant", "tool_calls": [
+        {"id": LONG_CUT, "type": "function", "function": {"name": "get_weather", "arguments": "{"}}
+    ]}  # fmt: skip
+    list(openai_client.chat.completions.create(**request(messages=[{"role": "user", "content": "?"}, turn])))
+    replayed = [s for s in telemetry.spans() if n.TOOLCALL_REPLAYED_ABORTED in (s.attributes or {})]
+    (chat,) = replayed
+    (event,) = chat.events
+    assert event.attributes[n.GEN_AI_TOOL_CALL_ID] == LONG_CUT[:256]
+    assert sum(p.value for p in telemetry.points(n.METRIC_REPLAYED_ABORTED)) == 1
