@@ -125,7 +125,6 @@ class _Call:
         "choice",
         "content",
         "deltas",
-        "has_size",
         "index",
         "key",
         "name",
@@ -134,6 +133,7 @@ class _Call:
         "start_ns",
         "stop_ns",
         "tool_type",
+        "whole",
     )
 
     def __init__(
@@ -147,6 +147,7 @@ class _Call:
         span: Span,
         start_ns: int,
         capture: bool,
+        whole: bool,
     ) -> None:
         self.key = key
         self.choice = choice
@@ -159,7 +160,9 @@ class _Call:
         self.stop_ns: int | None = None
         self.deltas = 0
         self.size = 0
-        self.has_size = False
+        # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
+        # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
+        self.whole = whole
         self.content: list[str] | None = [] if capture else None
 
 
@@ -298,7 +301,9 @@ class StreamState:
         index: int | None = None,
         tool_type: str = n.TOOL_TYPE_FUNCTION,
         choice: int = 0,
+        whole: bool = False,
     ) -> None:
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts)."""
         ends: list[_End] = []
         with self._lock:
             if self._done:
@@ -307,7 +312,7 @@ class StreamState:
             if previous is not None:
                 ends.append((previous, n.INCOMPLETE, None, None))
             self._take_pending(ends)
-            call = self._start_call(key, name, call_id, index, tool_type, choice)
+            call = self._start_call(key, name, call_id, index, tool_type, choice, whole)
             if self._done:
                 # Finalized while the span was being started (a span processor, or a collection in
                 # this thread, ended the stream): the call ends as the stream did, not left open.
@@ -320,7 +325,14 @@ class StreamState:
         self._end_calls(ends)
 
     def _start_call(
-        self, key: Hashable, name: str, call_id: str | None, index: int | None, tool_type: str, choice: int
+        self,
+        key: Hashable,
+        name: str,
+        call_id: str | None,
+        index: int | None,
+        tool_type: str,
+        choice: int,
+        whole: bool,
     ) -> _Call:
         name = name[: n.MAX_NAME_LENGTH]
         attributes: dict[str, Any] = {
@@ -353,6 +365,7 @@ class StreamState:
             span,
             start_ns,
             self._t.settings.capture_content,
+            whole,
         )
 
     def fragment(self, key: Hashable, text: str | None) -> None:
@@ -365,7 +378,6 @@ class StreamState:
             return
         call.deltas += 1
         call.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        call.has_size = True
         if call.content is not None:
             call.content.append(text)
 
@@ -377,7 +389,6 @@ class StreamState:
             return
         call.deltas += 1
         call.size += nbytes
-        call.has_size = True
         if call.content is not None and text is not None:
             call.content.append(text)
 
@@ -601,7 +612,7 @@ class StreamState:
         span = call.span
         if span.is_recording():
             span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
-            if call.has_size:
+            if call.deltas or not call.whole:
                 span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
             span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
             if reason is not None:
@@ -625,7 +636,7 @@ class StreamState:
         }
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        if call.has_size:
+        if call.deltas or not call.whole:
             t.arguments_size.record(call.size, attributes)
         t.arguments_deltas.record(call.deltas, attributes)
         if reason is not None:

@@ -369,3 +369,64 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     (event,) = chat.events
     assert event.attributes[n.GEN_AI_TOOL_CALL_ID] == LONG_CUT[:256]
     assert sum(p.value for p in telemetry.points(n.METRIC_REPLAYED_ABORTED)) == 1
+
+
+# -- 5. zero is a number: a call without fragments has size 0 (whole calls aside) -----------------
+
+
+def _sizes_agree_with_calls(telemetry: Any) -> None:
+    sizes = sum(p.count for p in telemetry.points(n.METRIC_ARGUMENTS_SIZE))
+    assert sizes == calls_counted(telemetry), "every counted call has a point in the size histogram"
+
+
+def test_call_aborted_before_its_first_fragment_has_size_zero(telemetry, instrument, fake, openai_client):
+    from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script
+
+    fake.enqueue(tool_call_script([WEATHER], cut_after=1))  # the block start (arguments ""), then cut
+    with pytest.raises(openai.APIConnectionError):
+        list(openai_client.chat.completions.create(**request()))
+    (span,) = telemetry.tool_spans()
+    assert span.attributes[n.TOOLCALL_ABORT_REASON] == n.STREAM_ERROR
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == 0
+    (size,) = telemetry.points(n.METRIC_ARGUMENTS_SIZE)
+    assert (size.count, size.sum) == (1, 0)
+    _sizes_agree_with_calls(telemetry)
+
+
+def test_server_tool_use_with_empty_input_has_size_zero(telemetry, instrument, fake):
+    import anthropic
+
+    from otel_toolcalls.testing import anthropic as wire
+    from otel_toolcalls.testing.anthropic import MODEL, WEATHER, ToolUse
+
+    search = ToolUse(name="web_search", id="srvtoolu_01", type="server_tool_use", arguments="", fragments=[])
+    fake.enqueue(wire.tool_use_script([search, WEATHER]))
+    client = anthropic.Anthropic(api_key="k", base_url=fake.base_url, max_retries=0, open_telemetry=False)
+    list(client.messages.create(model=MODEL, max_tokens=64, messages=[], stream=True))
+    spans = {s.name: s for s in telemetry.tool_spans()}
+    server = spans["tool_call web_search"]
+    assert server.attributes[n.GEN_AI_TOOL_TYPE] == n.TOOL_TYPE_EXTENSION
+    assert server.attributes[n.TOOLCALL_OUTCOME] == n.COMPLETED
+    assert server.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == 0
+    assert spans["tool_call get_weather"].attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(
+        WEATHER.arguments.encode("utf-8")
+    )
+    assert sorted(p.count for p in telemetry.points(n.METRIC_ARGUMENTS_SIZE)) == [1, 1]
+    _sizes_agree_with_calls(telemetry)
+
+
+def test_gemini_whole_call_still_has_no_size(telemetry, instrument, fake):
+    from google import genai
+    from google.genai import types
+
+    from otel_toolcalls.testing import gemini as g
+
+    fake.enqueue(g.script_for(g.one_part_each([g.whole_call("get_weather", {"city": "Zürich"}, "fc_1")])))
+    client = genai.Client(api_key="k", http_options=types.HttpOptions(base_url=fake.base_url))
+    list(client.models.generate_content_stream(model=g.MODEL, contents="weather?"))
+    (span,) = telemetry.tool_spans()
+    assert span.attributes[n.TOOLCALL_OUTCOME] == n.COMPLETED
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
+    assert n.TOOLCALL_ARGUMENTS_SIZE not in span.attributes
+    assert telemetry.points(n.METRIC_ARGUMENTS_SIZE) == []
