@@ -177,12 +177,20 @@ class execute_tool:
         if exc is not None and self._span is not None:
             error_type = error_type_of(exc)
             try:
-                self._span.set_attribute(n.ERROR_TYPE, error_type)
-                self._span.set_status(Status(StatusCode.ERROR, f"{error_type}: {exc}"[:200]))
-                self._span.record_exception(exc)
+                self._record_failure(self._span, exc, error_type)
             except Exception:
                 _log.debug("otel_toolcalls: could not record a failed execution", exc_info=True)
         self._finish(error_type)
+
+    def _record_failure(self, span: Span, exc: BaseException, error_type: str) -> None:
+        # The message and stack trace are content: a tool's exception quotes its arguments, a URL
+        # with its key. The type alone, unless content capture is on.
+        span.set_attribute(n.ERROR_TYPE, error_type)
+        if self._telemetry is not None and self._telemetry.settings.capture_content:
+            span.set_status(Status(StatusCode.ERROR, f"{error_type}: {exc}"[:200]))
+            span.record_exception(exc)
+        else:
+            span.set_status(Status(StatusCode.ERROR, error_type))
 
     async def __aenter__(self) -> Span:
         return self.__enter__()

@@ -430,3 +430,65 @@ def test_gemini_whole_call_still_has_no_size(telemetry, instrument, fake):
     assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
     assert n.TOOLCALL_ARGUMENTS_SIZE not in span.attributes
     assert telemetry.points(n.METRIC_ARGUMENTS_SIZE) == []
+
+
+# -- 6. exception text is content: the type by default, the message only with capture on ---------
+
+SECRET = "appid=SECRET-5f3a"
+
+
+class LookupFailed(Exception):
+    pass
+
+
+def _failing_tool(city: str) -> str:
+    raise LookupFailed(f"no weather for {city!r} at https://api.example/v1?{SECRET}")
+
+
+def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
+    from otel_toolcalls import execute_tool
+    from otel_toolcalls._execution import run_sync
+    from otel_toolcalls.testing import Script, sse
+    from otel_toolcalls.testing.openai_chat import WEATHER, chunk, events_for, legacy_error, request
+
+    writes = [sse(chunk(e)) for e in events_for([WEATHER], finish_reason=None)[:3]]
+    fake.enqueue(Script([*writes, legacy_error(f"upstream failed: {SECRET}")]))
+    with pytest.raises(openai.APIError, match=SECRET):  # the SDK's error reaches the caller whole
+        list(client.chat.completions.create(**request()))
+
+    with pytest.raises(LookupFailed), execute_tool("call_1", name="get_weather"):
+        _failing_tool("Zürich")
+
+    @execute_tool(name="decorated")
+    def decorated(city: str, tool_call_id: str) -> str:
+        return _failing_tool(city)
+
+    with pytest.raises(LookupFailed):
+        decorated("Bern", tool_call_id="call_2")
+    with pytest.raises(LookupFailed):  # the framework adapters' execution path
+        run_sync("call_3", "framework_tool", _failing_tool, "Basel")
+    executions = [s for s in telemetry.spans() if s.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX)]
+    assert len(executions) == 3
+    for span in executions:
+        assert span.attributes[n.ERROR_TYPE] == "test_trust_core.LookupFailed"
+
+
+def test_exception_text_is_not_exported_by_default(telemetry, instrument, fake, openai_client):
+    _run_failing_tools(telemetry, fake, openai_client)
+    for span in telemetry.spans():
+        assert SECRET not in span.to_json(), span.name  # attributes, status, events, links
+        assert not [e for e in span.events if e.name == "exception"]
+    for span in telemetry.spans():
+        if span.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX):
+            assert span.status.description == "test_trust_core.LookupFailed"
+
+
+def test_exception_text_is_exported_with_content_capture(telemetry, instrument, fake, openai_client):
+    instrument(capture_content=True)
+    _run_failing_tools(telemetry, fake, openai_client)
+    for span in telemetry.spans():
+        if span.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX):
+            (event,) = [e for e in span.events if e.name == "exception"]
+            assert SECRET in event.attributes["exception.message"]
+            assert "_failing_tool" in event.attributes["exception.stacktrace"]
+            assert SECRET in span.status.description
