@@ -128,6 +128,7 @@ class _Call:
         "index",
         "key",
         "name",
+        "room",
         "size",
         "span",
         "start_ns",
@@ -163,7 +164,18 @@ class _Call:
         # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
         # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
         self.whole = whole
+        # Content capture keeps only the characters it will emit, not the whole argument text.
         self.content: list[str] | None = [] if capture else None
+        self.room = n.MAX_ARGUMENTS_LENGTH
+
+    def keep(self, text: str) -> None:
+        """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as
+        the emitted value is)."""
+        room = self.room
+        if room > 0 and self.content is not None:
+            piece = text[:room]
+            self.content.append(piece)
+            self.room = room - len(piece)
 
 
 # A call to end, its abort reason (None: completed), error type and end time (None: now).
@@ -379,7 +391,7 @@ class StreamState:
         call.deltas += 1
         call.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
         if call.content is not None:
-            call.content.append(text)
+            call.keep(text)
 
     def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
         """A fragment whose size the adapter measured (arguments that arrive as values, not text)."""
@@ -390,7 +402,7 @@ class StreamState:
         call.deltas += 1
         call.size += nbytes
         if call.content is not None and text is not None:
-            call.content.append(text)
+            call.keep(text)
 
     def block_stopped(self, key: Hashable, *, unsettled: str | None = None) -> None:
         """The block's own completion event; a later stop reason may still truncate it.
@@ -621,7 +633,7 @@ class StreamState:
                 span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
             if call.content is not None:
                 span.set_attribute(
-                    n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content)[: n.MAX_ARGUMENTS_LENGTH]
+                    n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content)
                 )
         span.end(end_time=end_ns)
 

@@ -492,3 +492,41 @@ def test_exception_text_is_exported_with_content_capture(telemetry, instrument, 
             assert SECRET in event.attributes["exception.message"]
             assert "_failing_tool" in event.attributes["exception.stacktrace"]
             assert SECRET in span.status.description
+
+
+# -- 7. content capture keeps only what it emits -------------------------------------------------
+
+
+def _argument_piece(i: int) -> str:
+    # Built afresh each time (as an SDK parses each fragment), so nothing else keeps it alive. The
+    # first pieces mix 1-, 2-, 3- and 4-byte characters, so the cut at 4096 characters falls among them.
+    if i < 12:
+        return f"[{i}:" + "aä€😀" * 100 + "]"
+    return str(i % 10) * 1000
+
+
+def test_captured_arguments_keep_only_what_is_emitted(telemetry, core):
+    import tracemalloc
+
+    state = core(capture_content=True)
+    state.block_started(0, name="big", call_id="big-1")
+    pieces = 10_000  # about 10 MB of argument text
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for i in range(pieces):
+            state.fragment(0, _argument_piece(i))
+        state.settle("tool_calls", completes_open=True)
+        state.ended()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Measured: 48 MiB before the fix (every fragment kept, then joined), about 60 KiB after.
+    assert peak - before < 1 << 20, f"{(peak - before) / (1 << 20):.1f} MiB kept for one call"
+    expected = "".join(_argument_piece(i) for i in range(12))[: n.MAX_ARGUMENTS_LENGTH]
+    (span,) = telemetry.tool_spans()
+    assert span.attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] == expected  # the first 4096 characters
+    total = sum(len(_argument_piece(i).encode("utf-8")) for i in range(pieces))
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == total
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == pieces
