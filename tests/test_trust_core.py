@@ -142,6 +142,46 @@ def test_close_from_another_thread_while_consuming(telemetry, ledger, core):
     assert_every_call_accounted(telemetry, ledger)
 
 
+def test_real_stream_closed_from_another_thread(telemetry, ledger, instrument, fake, openai_client):
+    """The user's path: a thread iterates a real openai stream, another calls ``stream.close()`` as
+    soon as the first call's span is being started (an event set from the span processor)."""
+    from dataclasses import replace
+
+    from otel_toolcalls.testing.openai_chat import PARALLEL, request, tool_call_script
+
+    trials = 20
+    for trial in range(trials):
+        fake.enqueue(tool_call_script([replace(c, id=f"{c.id}-{trial}") for c in PARALLEL]))
+    for _ in range(trials):
+        stream = openai_client.chat.completions.create(**request())
+        started = threading.Event()
+        ledger.on_start_hook = lambda span, started=started: started.set()
+        errors: list[BaseException] = []
+        sdk_errors: list[BaseException] = []
+
+        def consume(stream: Any = stream, sdk_errors: list[BaseException] = sdk_errors) -> None:
+            try:
+                for _ in stream:
+                    pass
+            except Exception as exc:  # the SDK's own error for a response closed under it
+                sdk_errors.append(exc)
+
+        def close(stream: Any = stream, started: threading.Event = started) -> None:
+            started.wait()
+            stream.close()
+
+        threads = [threading.Thread(target=_run, args=(errors, f)) for f in (consume, close)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        assert not [e for e in sdk_errors if type(e).__module__.startswith("otel_toolcalls")]
+    assert_every_call_accounted(telemetry, ledger)
+    reasons = Counter(s.attributes.get(n.TOOLCALL_ABORT_REASON) for s in telemetry.tool_spans())
+    assert reasons[n.CLOSED] >= 1, reasons  # every trial closed its stream with a call open or done
+
+
 def test_close_while_a_span_is_being_started(telemetry, ledger, core):
     """The stream ends (here: a span processor closes it, as a collection in the consuming thread
     would) between the check that the stream is open and the new call's registration."""
