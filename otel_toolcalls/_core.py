@@ -322,7 +322,8 @@ class StreamState:
                 return
             previous = self.open.pop(key, None)
             if previous is not None:
-                ends.append((previous, n.INCOMPLETE, None, None))
+                # Ended now, before the new block's span starts, though the span work comes later.
+                ends.append((previous, n.INCOMPLETE, None, _time_ns()))
             self._take_pending(ends)
             call = self._start_call(key, name, call_id, index, tool_type, choice, whole)
             if self._done:
@@ -632,9 +633,7 @@ class StreamState:
                 span.set_attribute(n.ERROR_TYPE, error_type or reason)
                 span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
             if call.content is not None:
-                span.set_attribute(
-                    n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content)
-                )
+                span.set_attribute(n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content))
         span.end(end_time=end_ns)
 
     def _record_metrics(
