@@ -3,11 +3,19 @@
 Adapters translate their SDK's chunks into the calls below; nothing here knows a provider. One
 ``StreamState`` lives per streamed request. Its event methods are cheap (the per-fragment one is
 two additions); all span and metric work is deferred to a block's end or the stream's end.
+
+Threads: a stream can end from any thread (``close()`` while another thread iterates, a garbage
+collection, interpreter exit) while events still arrive. Every method that opens, settles or ends
+a call decides under the state's lock, so a call is ended by exactly one of them and none is
+opened once the stream is done; the spans are ended after the lock is released, so an exporter
+never runs under it. Fragments take no lock: they only count into a call that is open or was
+just ended (a fragment that loses that race arrived after the end, and is not counted).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Hashable
@@ -19,7 +27,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import _names as n
-from ._registry import CallRecord
+from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
@@ -72,6 +80,24 @@ def error_type_of(exc: BaseException) -> str:
     return ".".join([*public, cls.__qualname__]) if public else cls.__qualname__
 
 
+def _guarded(step: Any, *args: Any) -> None:
+    """One step of ending a call or a stream, failing alone: a span processor that raises in
+    ``on_end`` (someone else's exporter path) must cost neither the metrics nor the registry."""
+    try:
+        step(*args)
+    except Exception:
+        _log.debug("otel_toolcalls: %s failed", getattr(step, "__name__", step), exc_info=True)
+
+
+def _start_span(tracer: trace.Tracer, name: str, **options: Any) -> Span:
+    """A span processor raising in ``on_start`` loses the span, not the call's outcome or metrics."""
+    try:
+        return tracer.start_span(name, **options)
+    except Exception:
+        _log.debug("otel_toolcalls: could not start span %r", name, exc_info=True)
+        return trace.INVALID_SPAN
+
+
 def utf8_len(text: str) -> int:
     # str.isascii() is O(1) in CPython; only non-ASCII fragments pay for an encode.
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
@@ -99,15 +125,16 @@ class _Call:
         "choice",
         "content",
         "deltas",
-        "has_size",
         "index",
         "key",
         "name",
+        "room",
         "size",
         "span",
         "start_ns",
         "stop_ns",
         "tool_type",
+        "whole",
     )
 
     def __init__(
@@ -121,6 +148,7 @@ class _Call:
         span: Span,
         start_ns: int,
         capture: bool,
+        whole: bool,
     ) -> None:
         self.key = key
         self.choice = choice
@@ -133,13 +161,42 @@ class _Call:
         self.stop_ns: int | None = None
         self.deltas = 0
         self.size = 0
-        self.has_size = False
+        # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
+        # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
+        self.whole = whole
+        # Content capture keeps only the characters it will emit, not the whole argument text.
         self.content: list[str] | None = [] if capture else None
+        self.room = n.MAX_ARGUMENTS_LENGTH
 
+    def keep(self, text: str) -> None:
+        """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as
+        the emitted value is)."""
+        room = self.room
+        if room > 0 and self.content is not None:
+            piece = text[:room]
+            self.content.append(piece)
+            self.room = room - len(piece)
+
+
+# A call to end, its abort reason (None: completed), error type and end time (None: now).
+_End = tuple["_Call", "str | None", "str | None", "int | None"]
 
 # Streams still open, so that interpreter exit can end their calls as abandoned before the
 # tracer provider's own atexit shutdown runs (see _stream.install_exit_hook).
 LIVE: dict[int, StreamState] = {}
+
+
+def _forget_inherited_streams() -> None:
+    """In a forked child: the streams open at the fork are the parent's, which ends, exports and
+    counts them. Ended here too (collected, or at the child's exit), the same span ids would be
+    exported twice and phantom aborts counted."""
+    for state in list(LIVE.values()):
+        state.disown()
+    LIVE.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_streams)
 
 
 class StreamState:
@@ -163,7 +220,10 @@ class StreamState:
         self._stop_abort: str | None = None
         self._error_type: str | None = None
         self._done = False
-        self._lock = threading.Lock()
+        # What finalize() ended the stream with: the reason a call that was being opened meanwhile takes.
+        self._closing: tuple[str, str | None] = (n.INCOMPLETE, None)
+        # Reentrant: a collection in the thread that holds it can abandon this very stream.
+        self._lock = threading.RLock()
         self.tool_calls = 0
         self.response_id: str | None = None
         self.response_model: str | None = None
@@ -177,7 +237,8 @@ class StreamState:
         if request.adopted_span is not None:
             self.span: Span = request.adopted_span
         elif telemetry.settings.inference_spans:
-            self.span = telemetry.tracer.start_span(
+            self.span = _start_span(
+                telemetry.tracer,
                 f"{request.operation} {request.model}" if request.model else request.operation,
                 context=parent,
                 kind=SpanKind.CLIENT,
@@ -189,6 +250,18 @@ class StreamState:
             self.span = trace.get_current_span(parent)
         self._child_context = trace.set_span_in_context(self.span, parent)
         LIVE[id(self)] = self
+
+    def disown(self) -> None:
+        """Done without ending anything: the stream is another process's (see the fork hook)."""
+        # A new lock: a thread of the parent may have held this one at the fork, and that thread
+        # does not exist here to release it.
+        self._lock = threading.RLock()
+        self._done = True
+        self.open = {}
+        self._pending = None
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.detach()
 
     def _inference_attributes(self) -> dict[str, Any]:
         r = self.request
@@ -210,8 +283,10 @@ class StreamState:
     def first_chunk(self) -> None:
         now = self.first_chunk_ns = _time_ns()
         ttfc = (now - self.start_ns) / 1e9
-        if self._owns_span:
-            self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
+        with self._lock:
+            # Not on a span that ended already (closed from another thread before this chunk).
+            if self._owns_span and not self._done:
+                self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
         attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
@@ -224,7 +299,8 @@ class StreamState:
         if first is None or (first - self.start_ns) < settings.buffered_min_ttfc_ms * 1e6:
             return
         if (_time_ns() - first) <= settings.buffered_window_ms * 1e6:
-            self.buffered = True
+            with self._lock:
+                self.buffered = self.buffered or not self._done
 
     # -- block events ----------------------------------------------------------------------------
 
@@ -237,16 +313,41 @@ class StreamState:
         index: int | None = None,
         tool_type: str = n.TOOL_TYPE_FUNCTION,
         choice: int = 0,
+        whole: bool = False,
     ) -> None:
-        if self._done:
-            return
-        previous = self.open.pop(key, None)
-        if previous is not None:
-            self._end_call(previous, n.INCOMPLETE, None)
-        self.other_block_started()
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts)."""
+        ends: list[_End] = []
+        with self._lock:
+            if self._done:
+                return
+            previous = self.open.pop(key, None)
+            if previous is not None:
+                # Ended now, before the new block's span starts, though the span work comes later.
+                ends.append((previous, n.INCOMPLETE, None, _time_ns()))
+            self._take_pending(ends)
+            call = self._start_call(key, name, call_id, index, tool_type, choice, whole)
+            if self._done:
+                # Finalized while the span was being started (a span processor, or a collection in
+                # this thread, ended the stream): the call ends as the stream did, not left open.
+                reason, error_type = self._closing
+                ends.append((call, reason, error_type, None))
+            else:
+                self.open[key] = call
+            self._choices_with_calls.add(choice)
+            self.tool_calls += 1
+        self._end_calls(ends)
+
+    def _start_call(
+        self,
+        key: Hashable,
+        name: str,
+        call_id: str | None,
+        index: int | None,
+        tool_type: str,
+        choice: int,
+        whole: bool,
+    ) -> _Call:
         name = name[: n.MAX_NAME_LENGTH]
-        if call_id is not None:
-            call_id = call_id[: n.MAX_NAME_LENGTH]
         attributes: dict[str, Any] = {
             n.GEN_AI_PROVIDER_NAME: self.provider,
             n.GEN_AI_TOOL_NAME: name,
@@ -255,18 +356,19 @@ class StreamState:
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
         if call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = call_id
+            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(call_id)
         if index is not None:
             attributes[n.TOOLCALL_INDEX] = index
         start_ns = _time_ns()
-        span = self._t.tracer.start_span(
+        span = _start_span(
+            self._t.tracer,
             n.TOOL_CALL_SPAN_PREFIX + name,
             context=self._child_context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             start_time=start_ns,
         )
-        self.open[key] = _Call(
+        return _Call(
             key,
             choice,
             index,
@@ -276,9 +378,8 @@ class StreamState:
             span,
             start_ns,
             self._t.settings.capture_content,
+            whole,
         )
-        self._choices_with_calls.add(choice)
-        self.tool_calls += 1
 
     def fragment(self, key: Hashable, text: str | None) -> None:
         """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
@@ -290,9 +391,8 @@ class StreamState:
             return
         call.deltas += 1
         call.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        call.has_size = True
         if call.content is not None:
-            call.content.append(text)
+            call.keep(text)
 
     def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
         """A fragment whose size the adapter measured (arguments that arrive as values, not text)."""
@@ -302,9 +402,8 @@ class StreamState:
             return
         call.deltas += 1
         call.size += nbytes
-        call.has_size = True
         if call.content is not None and text is not None:
-            call.content.append(text)
+            call.keep(text)
 
     def block_stopped(self, key: Hashable, *, unsettled: str | None = None) -> None:
         """The block's own completion event; a later stop reason may still truncate it.
@@ -312,35 +411,51 @@ class StreamState:
         ``unsettled``: the abort reason it takes if nothing settles it (an OpenAI Responses item
         done with status ``incomplete`` is ``truncated`` unless a ``response.incomplete`` says why).
         """
-        call = self.open.pop(key, None)
-        if call is None:
-            return
-        self._settle_pending()
-        call.stop_ns = _time_ns()
-        self._pending = call
-        self._pending_default = unsettled
+        ends: list[_End] = []
+        with self._lock:
+            call = self.open.pop(key, None)
+            if call is None:
+                return
+            self._take_pending(ends)
+            call.stop_ns = _time_ns()
+            self._pending = call
+            self._pending_default = unsettled
+        self._end_calls(ends)
 
     def block_completed(self, key: Hashable) -> None:
         """A completion event nothing later can overturn (OpenAI Responses item done, Gemini part)."""
-        call = self.open.pop(key, None)
-        if call is not None:
-            self._end_call(call, None, None)
+        self.block_aborted(key, None)
 
-    def block_aborted(self, key: Hashable, reason: str, error_type: str | None = None) -> None:
-        call = self.open.pop(key, None)
+    def block_aborted(self, key: Hashable, reason: str | None, error_type: str | None = None) -> None:
+        with self._lock:
+            call = self.open.pop(key, None)
         if call is not None:
             self._end_call(call, reason, error_type)
 
     def other_block_started(self) -> None:
         """Any new block (text included) settles the pending one: the limit did not cut it."""
-        if self._pending is not None:
-            self._settle_pending()
+        ends: list[_End] = []
+        with self._lock:
+            self._take_pending(ends)
+        self._end_calls(ends)
 
-    def _settle_pending(self, reason: str | None = None) -> None:
+    def _take_pending(self, ends: list[_End], reason: str | None = None) -> None:
+        """Under the lock: the pending call, settled with ``reason`` (or its default), to be ended."""
         call, self._pending = self._pending, None
         default, self._pending_default = self._pending_default, None
         if call is not None:
-            self._end_call(call, reason or default, None, call.stop_ns)
+            ends.append((call, reason or default, None, call.stop_ns))
+
+    def _take_open(self, ends: list[_End], reason: str, error_type: str | None) -> None:
+        """Under the lock: every open call, to be ended with ``reason``."""
+        for call in self.open.values():
+            ends.append((call, reason, error_type, None))
+        self.open.clear()
+
+    def _end_calls(self, ends: list[_End]) -> None:
+        """Outside the lock: the calls the locked part took, ended by this thread and no other."""
+        for call, reason, error_type, end_ns in ends:
+            self._end_call(call, reason, error_type, end_ns)
 
     # -- stream-level events ---------------------------------------------------------------------
 
@@ -349,43 +464,50 @@ class StreamState:
 
         ``completes_open``: the reason is itself the calls' completion event (OpenAI chat).
         """
-        if reason is not None:
-            self._finish_reasons[0 if choice is None else choice] = reason
         abort = classify(reason)
-        if abort is not None:
-            self._stop_abort = abort
-            if abort == n.STREAM_ERROR:
-                self._error_type = reason
-        if self._pending is not None and (choice is None or self._pending.choice == choice):
-            self._settle_pending(abort)
-        if abort is None and not completes_open:
-            return
-        for key, call in list(self.open.items()):
-            if choice is None or call.choice == choice:
-                del self.open[key]
-                self._end_call(call, abort, reason if abort == n.STREAM_ERROR else None)
+        ends: list[_End] = []
+        with self._lock:
+            if self._done:
+                return
+            if reason is not None:
+                self._finish_reasons[0 if choice is None else choice] = reason
+            if abort is not None:
+                self._stop_abort = abort
+                if abort == n.STREAM_ERROR:
+                    self._error_type = reason
+            if self._pending is not None and (choice is None or self._pending.choice == choice):
+                self._take_pending(ends, abort)
+            if abort is not None or completes_open:
+                error_type = reason if abort == n.STREAM_ERROR else None
+                for key, call in list(self.open.items()):
+                    if choice is None or call.choice == choice:
+                        del self.open[key]
+                        ends.append((call, abort, error_type, None))
+        self._end_calls(ends)
 
     def final_event(self) -> None:
         """The provider's last event for the response arrived (message_stop, response.completed...)."""
-        self._final = True
-        span = self.request.adopted_span
-        if span is not None and span.is_recording():
-            # Someone else's span (an SDK that traces itself) may end with the body, before this
-            # stream is finalized: its toolcall.* attributes are written now, while it is open.
-            self._annotate(span, self._stream_outcome(n.INCOMPLETE, None)[0])
+        with self._lock:
+            if self._done:
+                return
+            self._final = True
+            span = self.request.adopted_span
+            if span is not None and span.is_recording():
+                # Someone else's span (an SDK that traces itself) may end with the body, before this
+                # stream is finalized: its toolcall.* attributes are written now, while it is open.
+                self._annotate(span, self._stream_outcome(n.INCOMPLETE, None)[0])
 
     def error_event(self, error_type: str | None) -> None:
         """An in-stream error event that raised nothing: open calls end as stream errors now."""
-        self._error_type = error_type or n.OTHER
-        self._stop_abort = n.STREAM_ERROR
-        self._settle_pending()
-        self._abort_open(n.STREAM_ERROR, self._error_type)
-
-    def _abort_open(self, reason: str, error_type: str | None) -> None:
-        calls = list(self.open.values())
-        self.open.clear()
-        for call in calls:
-            self._end_call(call, reason, error_type)
+        ends: list[_End] = []
+        with self._lock:
+            if self._done:
+                return
+            self._error_type = error_type or n.OTHER
+            self._stop_abort = n.STREAM_ERROR
+            self._take_pending(ends)
+            self._take_open(ends, n.STREAM_ERROR, self._error_type)
+        self._end_calls(ends)
 
     # -- terminal events: each reaches finalize() once ---------------------------------------------
 
@@ -406,17 +528,20 @@ class StreamState:
         self.finalize(n.ABANDONED)
 
     def finalize(self, reason: str, error_type: str | None = None) -> None:
+        ends: list[_End] = []
         with self._lock:
             if self._done:
                 return
             self._done = True
+            self._closing = (reason, error_type if reason == n.STREAM_ERROR else None)
+            self._take_pending(ends)
+            self._take_open(ends, *self._closing)
         LIVE.pop(id(self), None)
-        if self.watcher is not None:
-            self.watcher.detach()
-            self.watcher = None
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.detach()
+        self._end_calls(ends)
         try:
-            self._settle_pending()
-            self._abort_open(reason, error_type if reason == n.STREAM_ERROR else None)
             self._end_inference(reason, error_type)
         except Exception:
             _log.debug("otel_toolcalls: failed to finalize a stream", exc_info=True)
@@ -475,37 +600,41 @@ class StreamState:
     def _end_call(
         self, call: _Call, reason: str | None, error_type: str | None, end_ns: int | None = None
     ) -> None:
-        """Ends a call's span, records its metrics and remembers it; ``reason`` None is completed."""
-        try:
-            end_ns = end_ns or _time_ns()
-            span = call.span
-            outcome = n.COMPLETED if reason is None else n.ABORTED
-            if reason == n.STREAM_ERROR:
-                error_type = error_type or n.OTHER
-            elif reason is not None:
-                error_type = reason
-            if span.is_recording():
-                span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
-                if call.has_size:
-                    span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
-                span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
-                if reason is not None:
-                    span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
-                    span.set_attribute(n.ERROR_TYPE, error_type or reason)
-                    span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
-                if call.content is not None:
-                    span.set_attribute(
-                        n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content)[: n.MAX_ARGUMENTS_LENGTH]
-                    )
-            span.end(end_time=end_ns)
-            self._record_metrics(call, outcome, reason, error_type, end_ns)
-            if call.call_id:
-                self._t.registry.put(
-                    call.call_id,
-                    CallRecord(outcome, reason, call.name, call.tool_type, span.get_span_context()),
-                )
-        except Exception:
-            _log.debug("otel_toolcalls: failed to end a tool-call span", exc_info=True)
+        """Remembers a call, records its metrics and ends its span; ``reason`` None is completed.
+
+        The registry and the metrics come first, each guarded on its own: neither depends on the
+        exporter path that ``span.end()`` runs (a synchronous processor, a raising one)."""
+        end_ns = end_ns or _time_ns()
+        outcome = n.COMPLETED if reason is None else n.ABORTED
+        if reason == n.STREAM_ERROR:
+            error_type = error_type or n.OTHER
+        elif reason is not None:
+            error_type = reason
+        if call.call_id:
+            _guarded(self._remember, call, outcome, reason)
+        _guarded(self._record_metrics, call, outcome, reason, error_type, end_ns)
+        _guarded(self._end_span, call, outcome, reason, error_type, end_ns)
+
+    def _remember(self, call: _Call, outcome: str, reason: str | None) -> None:
+        assert call.call_id is not None
+        record = CallRecord(outcome, reason, call.name, call.tool_type, call.span.get_span_context())
+        self._t.registry.put(call.call_id, record)
+
+    @staticmethod
+    def _end_span(call: _Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int) -> None:
+        span = call.span
+        if span.is_recording():
+            span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
+            if call.deltas or not call.whole:
+                span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
+            span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
+            if reason is not None:
+                span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
+                span.set_attribute(n.ERROR_TYPE, error_type or reason)
+                span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
+            if call.content is not None:
+                span.set_attribute(n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content))
+        span.end(end_time=end_ns)
 
     def _record_metrics(
         self, call: _Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int
@@ -518,7 +647,7 @@ class StreamState:
         }
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        if call.has_size:
+        if call.deltas or not call.whole:
             t.arguments_size.record(call.size, attributes)
         t.arguments_deltas.record(call.deltas, attributes)
         if reason is not None:

@@ -16,6 +16,7 @@ from opentelemetry.trace import Span
 
 from . import _names as n
 from ._linking import IncompleteToolCallError, annotate_execution, execute_tool
+from ._registry import call_key
 
 _log = logging.getLogger(__name__)
 
@@ -108,7 +109,10 @@ class Execution:
     def _same_call(self, span: Span) -> bool:
         attributes = getattr(span, "attributes", None) or {}
         other = attributes.get(n.GEN_AI_TOOL_CALL_ID)
-        return other is None or self._call_id is None or other == self._call_id[: n.MAX_NAME_LENGTH]
+        if other is None or self._call_id is None:
+            return True
+        # A framework's span may carry the id whole, ours carries it cut.
+        return isinstance(other, str) and call_key(other) == call_key(self._call_id)
 
     def _reset(self) -> None:
         if self._token is not None:

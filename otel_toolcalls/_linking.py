@@ -21,7 +21,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from . import _names as n
 from ._core import error_type_of
-from ._registry import CallRecord
+from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry, current
 
 _log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class execute_tool:
             n.TOOLCALL_OUTCOME: self._outcome,
         }
         if self.call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = self.call_id[: n.MAX_NAME_LENGTH]
+            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(self.call_id)
         if record is not None and record.reason:
             attributes[n.TOOLCALL_ABORT_REASON] = record.reason
         link = _link_to(record)
@@ -177,12 +177,20 @@ class execute_tool:
         if exc is not None and self._span is not None:
             error_type = error_type_of(exc)
             try:
-                self._span.set_attribute(n.ERROR_TYPE, error_type)
-                self._span.set_status(Status(StatusCode.ERROR, f"{error_type}: {exc}"[:200]))
-                self._span.record_exception(exc)
+                self._record_failure(self._span, exc, error_type)
             except Exception:
                 _log.debug("otel_toolcalls: could not record a failed execution", exc_info=True)
         self._finish(error_type)
+
+    def _record_failure(self, span: Span, exc: BaseException, error_type: str) -> None:
+        # The message and stack trace are content: a tool's exception quotes its arguments, a URL
+        # with its key. The type alone, unless content capture is on.
+        span.set_attribute(n.ERROR_TYPE, error_type)
+        if self._telemetry is not None and self._telemetry.settings.capture_content:
+            span.set_status(Status(StatusCode.ERROR, f"{error_type}: {exc}"[:200]))
+            span.record_exception(exc)
+        else:
+            span.set_status(Status(StatusCode.ERROR, error_type))
 
     async def __aenter__(self) -> Span:
         return self.__enter__()
@@ -199,8 +207,8 @@ class execute_tool:
         span, self._span = self._span, None
         if span is None or self._telemetry is None:
             return
+        # The metric first and on its own: a span processor raising in on_end must not cost it.
         try:
-            span.end()
             attributes: dict[str, Any] = {
                 n.GEN_AI_TOOL_NAME: self._telemetry.tool_name_for_metrics(self.name or "unknown"),
                 n.TOOLCALL_OUTCOME: self._outcome,
@@ -208,6 +216,10 @@ class execute_tool:
             if error_type is not None:
                 attributes[n.ERROR_TYPE] = error_type
             self._telemetry.execute_duration.record(time.perf_counter() - self._start, attributes)
+        except Exception:
+            _log.debug("otel_toolcalls: could not record an execution's duration", exc_info=True)
+        try:
+            span.end()
         except Exception:
             _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
 

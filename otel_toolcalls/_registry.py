@@ -8,6 +8,15 @@ from typing import NamedTuple
 
 from opentelemetry.trace import SpanContext
 
+from ._names import MAX_NAME_LENGTH
+
+
+def call_key(call_id: str) -> str:
+    """The one form of a call id that is stored, exported and looked up: cut to 256 characters
+    (TELEMETRY.md section 1). Every place that records or looks up an id goes through it, so an id
+    cut where it was recorded is found from the whole id where it is looked up, and the reverse."""
+    return call_id[:MAX_NAME_LENGTH]
+
 
 class CallRecord(NamedTuple):
     outcome: str  # "completed" or "aborted"
@@ -30,6 +39,7 @@ class CallRegistry:
     def put(self, call_id: str, record: CallRecord) -> None:
         if self._maxsize == 0:
             return
+        call_id = call_key(call_id)
         with self._lock:
             old = self._records.pop(call_id, None)
             if old is not None and old.outcome != "completed":
@@ -43,6 +53,7 @@ class CallRegistry:
                     self.aborted_count -= 1
 
     def get(self, call_id: str) -> CallRecord | None:
+        call_id = call_key(call_id)
         with self._lock:
             return self._records.get(call_id)
 
@@ -58,6 +69,11 @@ class CallRegistry:
         with self._lock:
             self._records.clear()
             self.aborted_count = 0
+
+    def after_fork_in_child(self) -> None:
+        # The records stay (facts about calls, true in the child too); the lock is new, as a thread
+        # of the parent may have held it at the fork.
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._records)

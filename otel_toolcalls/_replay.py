@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from . import _names as n
-from ._registry import CallRecord
+from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
@@ -94,11 +94,14 @@ def scan(telemetry: Telemetry, history_ids: HistoryIds | None, body: Any) -> Rep
     try:
         found: dict[str, CallRecord] = {}
         seen: set[str] = set()
-        for call_id in history_ids(body):
-            if not isinstance(call_id, str) or not call_id or call_id in seen:
+        for raw in history_ids(body):
+            if not isinstance(raw, str) or not raw:
+                continue
+            call_id = call_key(raw)
+            if call_id in seen:
                 continue
             seen.add(call_id)
-            record = registry.get(call_id[: n.MAX_NAME_LENGTH])
+            record = registry.get(call_id)
             if record is not None and record.outcome != n.COMPLETED:
                 found[call_id] = record
         return list(found.items()) or None
@@ -129,7 +132,7 @@ def record(
             span.add_event(
                 n.EVENT_REPLAYED_ABORTED,
                 {
-                    n.GEN_AI_TOOL_CALL_ID: call_id[: n.MAX_NAME_LENGTH],
+                    n.GEN_AI_TOOL_CALL_ID: call_id,
                     n.GEN_AI_TOOL_NAME: call.name,
                     n.TOOLCALL_ABORT_REASON: call.reason or n.OTHER,
                 },

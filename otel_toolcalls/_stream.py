@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -106,6 +107,16 @@ def watch(owner: object, state: StreamState) -> None:
 # SDK helpers and copies of a stream object all hold the same one), for the close hooks.
 _BOUND: weakref.WeakKeyDictionary[Any, StreamState] = weakref.WeakKeyDictionary()
 _BOUND_LOCK = threading.Lock()
+
+
+def _new_bound_lock() -> None:
+    # In a forked child: a thread of the parent may have held the lock at the fork.
+    global _BOUND_LOCK
+    _BOUND_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_bound_lock)
 
 
 def bind(key: object, state: StreamState) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -22,6 +23,8 @@ _DELTAS_BUCKETS = (0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 4000, 16000)
 
 # One process-wide memory of calls, so that execute_tool finds calls whichever instrument() saw them.
 REGISTRY = CallRegistry(Settings.registry_size)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=REGISTRY.after_fork_in_child)
 
 
 def _histogram(meter: metrics.Meter, name: str, unit: str, description: str, buckets: Any) -> Any:

@@ -56,7 +56,7 @@ def assert_call(
     if delivered:
         assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(delivered.encode("utf-8"))
     else:
-        assert n.TOOLCALL_ARGUMENTS_SIZE not in attrs
+        assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == 0
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
     assert_outcome(span, reason, error_type)
 

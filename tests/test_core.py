@@ -87,8 +87,9 @@ def test_none_and_empty_fragments_count_nothing(telemetry, make):
     s.ended()
     span = tool(telemetry, "f")
     assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
-    assert n.TOOLCALL_ARGUMENTS_SIZE not in span.attributes
-    assert telemetry.points("toolcall.arguments.size") == []
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == 0  # zero is a number
+    (size,) = telemetry.points("toolcall.arguments.size")
+    assert (size.count, size.sum) == (1, 0)
     (deltas,) = telemetry.points("toolcall.arguments.deltas")
     assert deltas.sum == 0
 
@@ -267,7 +268,7 @@ def test_capture_content_cut_to_4096(telemetry, make):
 
 def test_whole_call_has_no_size(telemetry, make):
     s = make()
-    s.block_started("p", name="g")
+    s.block_started("p", name="g", whole=True)
     s.block_completed("p")
     s.ended()
     span = tool(telemetry, "g")

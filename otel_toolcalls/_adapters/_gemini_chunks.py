@@ -70,7 +70,10 @@ def _function_call(state: StreamState, call: Any, *, choice: int, aborts: bool) 
         if not name:
             _log.debug("function_call part without a name and no call open for candidate %r", key)
             return
-        state.block_started(key, name=name, call_id=call.id or None, index=state.tool_calls, choice=choice)
+        whole = call.args is not None
+        state.block_started(
+            key, name=name, call_id=call.id or None, index=state.tool_calls, choice=choice, whole=whole
+        )
     partial_args = call.partial_args
     if partial_args:
         # {"functionCall": {"partialArgs": [{"jsonPath": "$.city", "stringValue": "Zü"}]}}

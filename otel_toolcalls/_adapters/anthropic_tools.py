@@ -24,6 +24,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _names as n
 from .._linking import IncompleteToolCallError, annotate_execution, execute_tool
+from .._registry import call_key
 from .._telemetry import Telemetry
 from ._patches import Patches
 
@@ -44,7 +45,7 @@ def _sdk_execution_span(call_id: str) -> Any:
     if (
         span.is_recording()
         and attributes.get(n.GEN_AI_OPERATION_NAME) == n.OPERATION_EXECUTE_TOOL
-        and attributes.get(n.GEN_AI_TOOL_CALL_ID) == call_id
+        and call_key(str(attributes.get(n.GEN_AI_TOOL_CALL_ID))) == call_key(call_id)
     ):
         return span
     return None
