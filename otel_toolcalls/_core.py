@@ -21,6 +21,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from . import _names as n
 from ._registry import CallRecord
 from ._telemetry import Telemetry
+from ._usage import Usage, span_attributes
 
 _log = logging.getLogger(__name__)
 _time_ns = time.time_ns
@@ -167,6 +168,9 @@ class StreamState:
         self.tool_calls = 0
         self.response_id: str | None = None
         self.response_model: str | None = None
+        # Token usage, set by the translator from the event carrying the final count (_usage).
+        self.usage: Usage | None = None
+        self.pending_usage: Any = None  # Anthropic's message_start usage until message_delta
         self.first_chunk_ns: int | None = None
         self.buffered = False
         self.watcher: Any = None  # the weakref.finalize that abandons the stream on collection
@@ -451,6 +455,8 @@ class StreamState:
             span.set_attribute(n.GEN_AI_RESPONSE_ID, self.response_id)
         if self.response_model:
             span.set_attribute(n.GEN_AI_RESPONSE_MODEL, self.response_model)
+        if self.usage is not None:
+            span.set_attributes(span_attributes(self.usage))
         choices = sorted(set(self._finish_reasons) | self._choices_with_calls) or [0]
         span.set_attribute(
             n.GEN_AI_RESPONSE_FINISH_REASONS, [self._finish_reasons.get(c, "error") for c in choices]
