@@ -19,6 +19,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import _names as n
+from ._inference_metrics import reports_usage
 from ._registry import CallRecord
 from ._telemetry import Telemetry
 from ._usage import Usage, span_attributes
@@ -216,10 +217,7 @@ class StreamState:
         ttfc = (now - self.start_ns) / 1e9
         if self._owns_span:
             self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
-        attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
-        if self.model:
-            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        self._t.time_to_first_chunk.record(ttfc, attributes)
+        # The time-to-first-chunk metric is recorded at the end, with the response model.
 
     def nth_chunk(self) -> None:
         """Called once, at chunk number ``buffered_min_chunks``: the second and last clock read."""
@@ -438,6 +436,8 @@ class StreamState:
     def _end_inference(self, reason: str, error_type: str | None) -> None:
         span = self.span
         outcome_reason, error_type = self._stream_outcome(reason, error_type)
+        end_ns = _time_ns()
+        self._t.inference.record(self, error_type=error_type, end_ns=end_ns)
         if self.buffered:
             attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
             if self.model:
@@ -455,7 +455,7 @@ class StreamState:
             span.set_attribute(n.GEN_AI_RESPONSE_ID, self.response_id)
         if self.response_model:
             span.set_attribute(n.GEN_AI_RESPONSE_MODEL, self.response_model)
-        if self.usage is not None:
+        if self.usage is not None and reports_usage(self):
             span.set_attributes(span_attributes(self.usage))
         choices = sorted(set(self._finish_reasons) | self._choices_with_calls) or [0]
         span.set_attribute(
@@ -464,7 +464,7 @@ class StreamState:
         if error_type is not None:
             span.set_attribute(n.ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR, f"stream failed: {error_type}"))
-        span.end()
+        span.end(end_time=end_ns)
 
     def _annotate(self, span: Span, outcome_reason: str | None) -> None:
         span.set_attribute(n.TOOLCALL_COUNT, self.tool_calls)

@@ -55,6 +55,15 @@ ABORT_REASONS = set(N.ABORT_REASONS)
 # Instrument kind, unit and attributes of every metric (contract section 4 and 7).
 _PM = (N.GEN_AI_PROVIDER_NAME, N.GEN_AI_REQUEST_MODEL)
 _PMT = (*_PM, N.GEN_AI_TOOL_NAME)
+# The conventions' attributes of the inference metrics (metric_attributes.gen_ai).
+_INFERENCE = (
+    N.GEN_AI_OPERATION_NAME,
+    *_PM,
+    N.GEN_AI_RESPONSE_MODEL,
+    N.SERVER_ADDRESS,
+    N.SERVER_PORT,
+)
+_TOKENS = (*_INFERENCE, N.GEN_AI_TOKEN_MODALITY)
 METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     N.METRIC_CALLS: ("counter", "{call}", (*_PMT, N.TOOLCALL_OUTCOME, N.TOOLCALL_ABORT_REASON, N.ERROR_TYPE)),
     N.METRIC_DURATION: (
@@ -69,7 +78,14 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "s",
         (N.GEN_AI_TOOL_NAME, N.TOOLCALL_OUTCOME, N.ERROR_TYPE),
     ),
-    N.METRIC_TIME_TO_FIRST_CHUNK: ("histogram", "s", _PM),
+    N.METRIC_TIME_TO_FIRST_CHUNK: ("histogram", "s", _INFERENCE),
+    N.METRIC_INFERENCE_DURATION: ("histogram", "s", (*_INFERENCE, N.ERROR_TYPE)),
+    N.METRIC_OPERATION_DURATION: ("histogram", "s", (*_INFERENCE, N.ERROR_TYPE)),
+    N.METRIC_USAGE_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_OUTPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_CACHE_READ_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_REASONING_OUTPUT_TOKENS: ("counter", "{token}", _TOKENS),
     N.METRIC_REPLAYED_ABORTED: ("counter", "{call}", _PMT),
     N.METRIC_STREAM_BUFFERED: ("counter", "{stream}", _PM),
 }
