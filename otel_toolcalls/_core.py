@@ -210,6 +210,13 @@ class StreamState:
             attributes[n.SERVER_PORT] = r.server_port
         return attributes
 
+    def set_provider(self, provider: str) -> None:
+        """A routing layer above the SDK (LiteLLM) names the provider better than the SDK's client;
+        called before the first chunk."""
+        self.provider = self.request.provider = provider
+        if self._owns_span:
+            self.span.set_attribute(n.GEN_AI_PROVIDER_NAME, provider)
+
     # -- per-chunk bookkeeping -------------------------------------------------------------------
 
     def first_chunk(self) -> None:

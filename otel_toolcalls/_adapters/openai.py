@@ -6,6 +6,8 @@ One set of patches for the SDK (see ``_stainless``); the request path picks the 
 from __future__ import annotations
 
 import re
+import sys
+from typing import Any
 
 from .._replay import openai_chat_ids, openai_responses_ids
 from .._telemetry import Telemetry
@@ -19,9 +21,22 @@ REQUIRES = "openai"
 # POST /responses (create) and GET /responses/{id}?stream=true (resuming a background response).
 _RESPONSES_PATH = re.compile(r"/responses(?:/[^/]+)?$")
 
+AZURE_OPENAI = "azure.ai.openai"
+
+
+def _provider_of(client: Any) -> str | None:
+    # AzureOpenAI / AsyncAzureOpenAI: the conventions' "azure.ai.openai"; every other client "openai".
+    azure = sys.modules.get("openai.lib.azure")
+    base = getattr(azure, "BaseAzureClient", None)
+    if base is not None and isinstance(client, base):
+        return AZURE_OPENAI
+    return None
+
+
 SDK = StainlessSDK(
     module="openai",
     provider="openai",
+    provider_of=_provider_of,
     routes=[
         Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
         Route(
