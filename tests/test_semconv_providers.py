@@ -104,3 +104,19 @@ def test_every_mapped_provider_is_well_known() -> None:
         *litellm.PROVIDERS.values(),
     }
     assert emitted <= sc.PROVIDERS, emitted - sc.PROVIDERS
+
+
+def test_azure_empty_first_chunk_keeps_response_id_and_model(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    # Azure writes its prompt filter results first, in a chunk whose id and model are "".
+    fake.enqueue(chat.script_for(chat.events_for([chat.WEATHER]), azure=True, usage=chat.USAGE))
+    chunks = list(azure(fake).chat.completions.create(**chat.request(stream_options={"include_usage": True})))
+    assert (chunks[0].id, chunks[0].model, chunks[1].id) == ("", "", "chatcmpl-fake")
+    attributes = telemetry.one("chat ").attributes or {}
+    assert attributes[sc.RESPONSE_ID] == "chatcmpl-fake"
+    assert attributes[sc.RESPONSE_MODEL] == chat.MODEL
+    assert attributes[sc.PROVIDER_NAME] == "azure.ai.openai"
+    assert attributes[sc.USAGE_INPUT_TOKENS] == 19
+    (duration,) = telemetry.points(sc.INFERENCE_DURATION)
+    assert duration.attributes[sc.RESPONSE_MODEL] == chat.MODEL

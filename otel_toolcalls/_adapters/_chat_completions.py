@@ -23,6 +23,16 @@ def _call_id(raw: Any) -> str | None:
     return str(raw)
 
 
+def _identify(state: StreamState, chunk: Any) -> None:
+    # Azure's first chunk (prompt_filter_results, no choices) has "id": "" and "model": "": the
+    # first non-empty value of each counts.
+    # {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[...]}
+    if not state.response_id:
+        state.response_id = getattr(chunk, "id", None) or None
+    if not state.response_model:
+        state.response_model = getattr(chunk, "model", None) or None
+
+
 def _usage(state: StreamState, chunk: Any) -> None:
     # stream_options={"include_usage": True}: a last chunk with "choices": [] and the usage; some
     # servers put it on the finish chunk instead, Groq in "x_groq".
@@ -33,9 +43,8 @@ def _usage(state: StreamState, chunk: Any) -> None:
 
 
 def process_chunk(state: StreamState, chunk: Any) -> None:
-    if state.response_id is None:
-        state.response_id = getattr(chunk, "id", None) or ""
-        state.response_model = getattr(chunk, "model", None)
+    if not state.response_id or not state.response_model:
+        _identify(state, chunk)
     choices = chunk.choices
     if not choices:
         _usage(state, chunk)
