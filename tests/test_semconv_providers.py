@@ -11,6 +11,7 @@ import semconv_names as sc
 
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import openai_chat as chat
+from otel_toolcalls.testing import openai_responses as resp
 
 API_VERSION = "2024-10-21"
 
@@ -120,3 +121,32 @@ def test_azure_empty_first_chunk_keeps_response_id_and_model(
     assert attributes[sc.USAGE_INPUT_TOKENS] == 19
     (duration,) = telemetry.points(sc.INFERENCE_DURATION)
     assert duration.attributes[sc.RESPONSE_MODEL] == chat.MODEL
+
+
+# -- responses.retrieve(stream=True): fetch_response --------------------------------------------------
+
+
+def test_retrieve_stream_is_fetch_response(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(resp.tool_call_script([resp.WEATHER], usage=resp.USAGE))
+    client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+    events = list(client.responses.retrieve(resp.RESPONSE_ID, stream=True))
+    assert events[-1].response.usage.input_tokens == 36  # the stored response carries its usage
+    assert fake.requests[-1].path.startswith(f"/v1/responses/{resp.RESPONSE_ID}?")
+    assert "fetch_response" in sc.OPERATIONS
+    span = telemetry.one("fetch_response")
+    attributes = span.attributes or {}
+    assert attributes[sc.OPERATION_NAME] == "fetch_response"
+    assert len(telemetry.tool_spans()) == 1
+    # The conventions: no token usage for this operation, as attribute or metric; the older
+    # operation duration, not the inference one.
+    assert not set(attributes) & set(sc.USAGE_ATTRIBUTES)
+    assert telemetry.points(sc.USAGE_INPUT) == [] and telemetry.points(sc.INFERENCE_DURATION) == []
+    (duration,) = telemetry.points(sc.OPERATION_DURATION)
+    assert duration.attributes[sc.OPERATION_NAME] == "fetch_response"
+
+
+def test_responses_create_stays_chat(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    fake.enqueue(resp.tool_call_script([resp.WEATHER]))
+    client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+    list(client.responses.create(model=resp.MODEL, input="w?", stream=True))
+    assert telemetry.one("chat ").attributes[sc.OPERATION_NAME] == "chat"
