@@ -44,6 +44,7 @@ RECORDED_BY_SCOPE: dict[str, frozenset[str]] = {
 }
 
 Histogram = Callable[[Any, str, str, str, Any], Any]
+_SUBSETS = frozenset({"cache_read", "cache_write", "reasoning"})
 
 
 def recorded_elsewhere(span: Any) -> frozenset[str]:
@@ -126,5 +127,8 @@ class InferenceInstruments:
         tokens = {**attributes, n.GEN_AI_TOKEN_MODALITY: n.TOKEN_MODALITY_UNKNOWN}
         for field, _, metric in FIELDS:
             value = getattr(state.usage, field)
-            if value is not None and metric not in skip:
-                self.tokens[metric].add(value, tokens)
+            # A 0 cache or reasoning count (most requests) adds nothing to its counter's total:
+            # no point (each costs the SDK ~10 us); input and output are always recorded.
+            if value is None or metric in skip or (value == 0 and field in _SUBSETS):
+                continue
+            self.tokens[metric].add(value, tokens)

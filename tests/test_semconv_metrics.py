@@ -167,6 +167,8 @@ def test_anthropic_metrics(telemetry: Any, instrument: Any, fake: FakeProvider, 
     assert one_point(telemetry, sc.TIME_TO_FIRST_CHUNK).count == 1
     assert one_point(telemetry, sc.USAGE_INPUT).value == 25
     assert one_point(telemetry, sc.USAGE_OUTPUT).value == 42
+    # The stream's cache counts are 0: no point on the cache counters (adding 0 changes no total).
+    assert telemetry.points(sc.USAGE_CACHE_READ) == [] and telemetry.points(sc.USAGE_CACHE_WRITE) == []
 
 
 def test_gemini_operation_name(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
