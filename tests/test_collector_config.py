@@ -662,6 +662,9 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
         "toolcall_arguments_deltas_bucket",
         "toolcall_duration_seconds_bucket",
         "gen_ai_client_inference_time_to_first_chunk_seconds_bucket",
+        "gen_ai_client_inference_duration_seconds_bucket",  # inference duration (issue 15)
+        "gen_ai_client_inference_usage_input_tokens_total",  # token usage
+        "gen_ai_client_inference_usage_output_tokens_total",
     ):
         assert needle in exprs, needle
     sources = yaml.safe_load((CC / "grafana/provisioning/datasources/datasources.yaml").read_text())[
