@@ -269,3 +269,39 @@ def test_package_names_are_the_conventions() -> None:
         n.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS,
         n.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
     ) == sc.USAGE_ATTRIBUTES
+
+
+# -- Groq and LiteLLM (OpenAI-chat-shaped) ------------------------------------------------------------
+
+GROQ_USAGE = {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42, "queue_time": 0.01}
+
+
+def test_groq_x_groq_usage(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
+    import groq
+
+    events = chat.events_for([chat.WEATHER])
+    # Groq puts the usage in x_groq on the finish chunk.
+    events[-1].extra = {"x_groq": {"id": "req_fake", "usage": GROQ_USAGE}}
+    fake.enqueue(chat.script_for(events))
+    client = groq.Groq(base_url=fake.base_url, api_key="k", max_retries=0)
+    list(client.chat.completions.create(**chat.request()))
+    assert usage_of(inference(telemetry)) == {sc.USAGE_INPUT_TOKENS: 30, sc.USAGE_OUTPUT_TOKENS: 12}
+
+
+def test_litellm_include_usage(telemetry: Any, instrument: Any, fake: FakeProvider, monkeypatch: Any) -> None:
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    fake.enqueue(chat.script_for(chat.events_for([chat.WEATHER]), usage=chat.USAGE))
+    stream = litellm.completion(
+        model="hosted_vllm/qwen3-8b",
+        api_base=fake.base_url + "/v1",
+        api_key="x",
+        messages=[{"role": "user", "content": "w?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    for _ in stream:
+        pass
+    found = usage_of(inference(telemetry))
+    assert (found[sc.USAGE_INPUT_TOKENS], found[sc.USAGE_OUTPUT_TOKENS]) == (19, 10)
