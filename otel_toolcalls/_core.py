@@ -27,8 +27,10 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import _names as n
+from ._inference_metrics import reports_usage
 from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry
+from ._usage import Usage, span_attributes
 
 _log = logging.getLogger(__name__)
 _time_ns = time.time_ns
@@ -227,6 +229,9 @@ class StreamState:
         self.tool_calls = 0
         self.response_id: str | None = None
         self.response_model: str | None = None
+        # Token usage, set by the translator from the event carrying the final count (_usage).
+        self.usage: Usage | None = None
+        self.pending_usage: Any = None  # Anthropic's message_start usage until message_delta
         self.first_chunk_ns: int | None = None
         self.buffered = False
         self.watcher: Any = None  # the weakref.finalize that abandons the stream on collection
@@ -278,6 +283,13 @@ class StreamState:
             attributes[n.SERVER_PORT] = r.server_port
         return attributes
 
+    def set_provider(self, provider: str) -> None:
+        """A routing layer above the SDK (LiteLLM) names the provider better than the SDK's client;
+        called before the first chunk."""
+        self.provider = self.request.provider = provider
+        if self._owns_span:
+            self.span.set_attribute(n.GEN_AI_PROVIDER_NAME, provider)
+
     # -- per-chunk bookkeeping -------------------------------------------------------------------
 
     def first_chunk(self) -> None:
@@ -287,10 +299,7 @@ class StreamState:
             # Not on a span that ended already (closed from another thread before this chunk).
             if self._owns_span and not self._done:
                 self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
-        attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
-        if self.model:
-            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        self._t.time_to_first_chunk.record(ttfc, attributes)
+        # The time-to-first-chunk metric is recorded at the end, with the response model.
 
     def nth_chunk(self) -> None:
         """Called once, at chunk number ``buffered_min_chunks``: the second and last clock read."""
@@ -559,11 +568,9 @@ class StreamState:
     def _end_inference(self, reason: str, error_type: str | None) -> None:
         span = self.span
         outcome_reason, error_type = self._stream_outcome(reason, error_type)
-        if self.buffered:
-            attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
-            if self.model:
-                attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-            self._t.stream_buffered.add(1, attributes)
+        end_ns = _time_ns()
+        # Guarded alone: a failing meter must not leave the inference span unended.
+        _guarded(self._record_inference, error_type, end_ns)
         if not span.is_recording():
             return
         if not self._owns_span and self.request.adopted_span is None:
@@ -576,6 +583,8 @@ class StreamState:
             span.set_attribute(n.GEN_AI_RESPONSE_ID, self.response_id)
         if self.response_model:
             span.set_attribute(n.GEN_AI_RESPONSE_MODEL, self.response_model)
+        if self.usage is not None and reports_usage(self):
+            span.set_attributes(span_attributes(self.usage))
         choices = sorted(set(self._finish_reasons) | self._choices_with_calls) or [0]
         span.set_attribute(
             n.GEN_AI_RESPONSE_FINISH_REASONS, [self._finish_reasons.get(c, "error") for c in choices]
@@ -583,7 +592,15 @@ class StreamState:
         if error_type is not None:
             span.set_attribute(n.ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR, f"stream failed: {error_type}"))
-        span.end()
+        span.end(end_time=end_ns)
+
+    def _record_inference(self, error_type: str | None, end_ns: int) -> None:
+        self._t.inference.record(self, error_type=error_type, end_ns=end_ns)
+        if self.buffered:
+            attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
+            if self.model:
+                attributes[n.GEN_AI_REQUEST_MODEL] = self.model
+            self._t.stream_buffered.add(1, attributes)
 
     def _annotate(self, span: Span, outcome_reason: str | None) -> None:
         span.set_attribute(n.TOOLCALL_COUNT, self.tool_calls)

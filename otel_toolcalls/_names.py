@@ -20,6 +20,13 @@ GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 GEN_AI_ATTRIBUTION_LINK_TYPE = "gen_ai.attribution.link_type"
+# Token usage on the inference span (client-inference.md of open-telemetry/semantic-conventions-genai).
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.usage.cache_write.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_TOKEN_MODALITY = "gen_ai.token.modality"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
@@ -39,6 +46,10 @@ TOOL_CALL_SPAN_PREFIX = "tool_call "
 EXECUTE_TOOL_SPAN_PREFIX = "execute_tool "
 OPERATION_EXECUTE_TOOL = "execute_tool"
 INFERENCE_OPERATIONS = frozenset({"chat", "generate_content", "text_completion"})
+# Streams a stored response again without inference (OpenAI ``responses.retrieve(stream=True)``).
+OPERATION_FETCH_RESPONSE = "fetch_response"
+# Providers' usage never breaks down by modality in the streams read here.
+TOKEN_MODALITY_UNKNOWN = "unknown"
 LINK_TYPE_CAUSED_BY_GENERATION = "CAUSED_BY_GENERATION"
 
 # Events.
@@ -51,6 +62,14 @@ METRIC_ARGUMENTS_SIZE = "toolcall.arguments.size"
 METRIC_ARGUMENTS_DELTAS = "toolcall.arguments.deltas"
 METRIC_EXECUTE_TOOL_DURATION = "gen_ai.execute_tool.duration"
 METRIC_TIME_TO_FIRST_CHUNK = "gen_ai.client.inference.time_to_first_chunk"
+METRIC_INFERENCE_DURATION = "gen_ai.client.inference.duration"
+# For operations that are not inference (fetch_response): the conventions keep the older name.
+METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+METRIC_USAGE_INPUT_TOKENS = "gen_ai.client.inference.usage.input_tokens"
+METRIC_USAGE_OUTPUT_TOKENS = "gen_ai.client.inference.usage.output_tokens"
+METRIC_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.client.inference.usage.cache_read.input_tokens"
+METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.client.inference.usage.cache_write.input_tokens"
+METRIC_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.client.inference.usage.reasoning.output_tokens"
 METRIC_REPLAYED_ABORTED = "toolcall.replayed_aborted"
 METRIC_STREAM_BUFFERED = "toolcall.stream.buffered"
 

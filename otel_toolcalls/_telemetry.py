@@ -10,6 +10,7 @@ from opentelemetry import metrics, trace
 
 from . import _names as n
 from ._config import Settings
+from ._inference_metrics import InferenceInstruments
 from ._registry import CallRegistry
 from .version import __version__
 
@@ -92,13 +93,8 @@ class Telemetry:
         self.execute_duration = _histogram(
             meter, n.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of tool executions.", _SECONDS_BUCKETS
         )
-        self.time_to_first_chunk = _histogram(
-            meter,
-            n.METRIC_TIME_TO_FIRST_CHUNK,
-            "s",
-            "Time from the request to the first chunk of a streamed response.",
-            _SECONDS_BUCKETS,
-        )
+        # The conventions' inference metrics (duration, time to first chunk, token usage).
+        self.inference = InferenceInstruments(meter, _histogram)
         self.replayed_aborted = meter.create_counter(
             n.METRIC_REPLAYED_ABORTED,
             unit="{call}",

@@ -56,6 +56,15 @@ ABORT_REASONS = set(N.ABORT_REASONS)
 # Instrument kind, unit and attributes of every metric (contract section 4 and 7).
 _PM = (N.GEN_AI_PROVIDER_NAME, N.GEN_AI_REQUEST_MODEL)
 _PMT = (*_PM, N.GEN_AI_TOOL_NAME)
+# The conventions' attributes of the inference metrics (metric_attributes.gen_ai).
+_INFERENCE = (
+    N.GEN_AI_OPERATION_NAME,
+    *_PM,
+    N.GEN_AI_RESPONSE_MODEL,
+    N.SERVER_ADDRESS,
+    N.SERVER_PORT,
+)
+_TOKENS = (*_INFERENCE, N.GEN_AI_TOKEN_MODALITY)
 METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     N.METRIC_CALLS: ("counter", "{call}", (*_PMT, N.TOOLCALL_OUTCOME, N.TOOLCALL_ABORT_REASON, N.ERROR_TYPE)),
     N.METRIC_DURATION: (
@@ -70,7 +79,14 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "s",
         (N.GEN_AI_TOOL_NAME, N.TOOLCALL_OUTCOME, N.ERROR_TYPE),
     ),
-    N.METRIC_TIME_TO_FIRST_CHUNK: ("histogram", "s", _PM),
+    N.METRIC_TIME_TO_FIRST_CHUNK: ("histogram", "s", _INFERENCE),
+    N.METRIC_INFERENCE_DURATION: ("histogram", "s", (*_INFERENCE, N.ERROR_TYPE)),
+    N.METRIC_OPERATION_DURATION: ("histogram", "s", (*_INFERENCE, N.ERROR_TYPE)),
+    N.METRIC_USAGE_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_OUTPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_CACHE_READ_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
+    N.METRIC_USAGE_REASONING_OUTPUT_TOKENS: ("counter", "{token}", _TOKENS),
     N.METRIC_REPLAYED_ABORTED: ("counter", "{call}", _PMT),
     N.METRIC_STREAM_BUFFERED: ("counter", "{stream}", _PM),
 }
@@ -863,6 +879,9 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
         "toolcall_arguments_deltas_bucket",
         "toolcall_duration_seconds_bucket",
         "gen_ai_client_inference_time_to_first_chunk_seconds_bucket",
+        "gen_ai_client_inference_duration_seconds_bucket",  # inference duration (issue 15)
+        "gen_ai_client_inference_usage_input_tokens_total",  # token usage
+        "gen_ai_client_inference_usage_output_tokens_total",
     ):
         assert needle in exprs, needle
     sources = yaml.safe_load((CC / "grafana/provisioning/datasources/datasources.yaml").read_text())[

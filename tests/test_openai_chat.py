@@ -458,7 +458,13 @@ def test_azure_openai(telemetry, instrument, fake):
     fake.enqueue(tool_call_script([WEATHER]))
     drain(azure.chat.completions.create(**request()))
     assert fake.requests[-1].path.startswith(f"/openai/deployments/{MODEL}/chat/completions")
-    assert_call(telemetry, telemetry.one("tool_call "), reason=None, delivered=WEATHER.arguments)
+    assert_call(
+        telemetry,
+        telemetry.one("tool_call "),
+        reason=None,
+        delivered=WEATHER.arguments,
+        provider="azure.ai.openai",
+    )
     assert inference(telemetry).attributes[n.SERVER_ADDRESS] == "127.0.0.1"
 
 

@@ -225,7 +225,13 @@ async def test_async_azure_openai(telemetry, instrument, fake):
     async for _ in await azure.chat.completions.create(**request()):
         pass
     assert "/openai/deployments/" in fake.requests[-1].path
-    assert_call(telemetry, telemetry.one("tool_call "), reason=None, delivered=WEATHER.arguments)
+    assert_call(
+        telemetry,
+        telemetry.one("tool_call "),
+        reason=None,
+        delivered=WEATHER.arguments,
+        provider="azure.ai.openai",
+    )
 
 
 async def test_request_failure_async(telemetry, instrument, fake, client):

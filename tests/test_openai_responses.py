@@ -73,10 +73,11 @@ def assert_call(span: ReadableSpan, call: ToolCall, *, reason: str | None, deliv
 
 def assert_stream(telemetry: Any, *, reason: str | None, count: int, finish: str = "completed",
                   error_type: str | None = None, name: str = f"chat {MODEL}") -> ReadableSpan:  # fmt: skip
-    span = telemetry.one("chat")
+    operation = name.split(" ")[0]
+    span = telemetry.one(operation)
     attrs = span.attributes or {}
     assert span.name == name and span.kind is SpanKind.CLIENT
-    assert attrs[n.GEN_AI_OPERATION_NAME] == "chat"
+    assert attrs[n.GEN_AI_OPERATION_NAME] == operation
     assert attrs[n.TOOLCALL_COUNT] == count
     assert attrs[n.TOOLCALL_OUTCOME] == ("completed" if reason is None else "aborted")
     assert attrs.get(n.TOOLCALL_ABORT_REASON) == reason
@@ -298,7 +299,7 @@ def test_retrieve_resumes_mid_stream(telemetry, instrument, fake, client):
     assert [s.name for s in telemetry.tool_spans()] == ["tool_call lookup"]
     assert_call(span_of(telemetry, "lookup"), LOOKUP, reason=None)
     # The request names no model: the span carries the response's.
-    stream = assert_stream(telemetry, reason=None, count=1, name="chat")
+    stream = assert_stream(telemetry, reason=None, count=1, name="fetch_response")
     assert stream.attributes[n.GEN_AI_RESPONSE_MODEL] == MODEL
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _names as n
+from .. import _usage as usage
 from .._core import StreamState
 
 _log = logging.getLogger(__name__)
@@ -46,6 +47,8 @@ def _message_start(*, state: StreamState, event: Any) -> None:
     message = event.message
     state.response_id = getattr(message, "id", None)
     state.response_model = getattr(message, "model", None)
+    # The input counts; message_delta completes them (a stream cut before it reports no usage).
+    state.pending_usage = getattr(message, "usage", None)
 
 
 def _block_start(*, state: StreamState, event: Any) -> None:
@@ -73,8 +76,10 @@ def _block_stop(*, state: StreamState, event: Any) -> None:
 
 
 def _message_delta(*, state: StreamState, event: Any) -> None:
-    # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{...}}
+    # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},
+    #  "usage":{"output_tokens":42}}: cumulative counts, the message's final usage.
     state.settle(event.delta.stop_reason)
+    state.usage = usage.anthropic(state.pending_usage, getattr(event, "usage", None))
 
 
 def _message_stop(*, state: StreamState, event: Any) -> None:

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from .. import _names as n
+from .. import _usage as usage
 from .._core import StreamState
 
 _log = logging.getLogger(__name__)
@@ -34,7 +35,11 @@ def process_event(state: StreamState, event: Any) -> None:
     body = event.get("messageStop")
     if body is not None:
         _message_stop(state, body=body)
-    # messageStart and metadata carry nothing that decides a call.
+        return
+    body = event.get("metadata")
+    if body is not None:
+        # After messageStop: {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,...},...}}
+        state.usage = usage.bedrock(body)
 
 
 def _block_delta(state: StreamState, *, body: Any) -> None:

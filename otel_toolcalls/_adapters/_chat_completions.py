@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .. import _usage as usage
 from .._core import StreamState
 
 _log = logging.getLogger(__name__)
@@ -22,11 +23,33 @@ def _call_id(raw: Any) -> str | None:
     return str(raw)
 
 
+def _identify(state: StreamState, chunk: Any) -> None:
+    # Azure's first chunk (prompt_filter_results, no choices) has "id": "" and "model": "": the
+    # first non-empty value of each counts.
+    # {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[...]}
+    if not state.response_id:
+        state.response_id = getattr(chunk, "id", None) or None
+    if not state.response_model:
+        state.response_model = getattr(chunk, "model", None) or None
+
+
+def _usage(state: StreamState, chunk: Any) -> None:
+    # stream_options={"include_usage": True}: a last chunk with "choices": [] and the usage; some
+    # servers put it on the finish chunk instead, Groq in "x_groq".
+    # {"choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,...}}
+    found = getattr(chunk, "usage", None) or getattr(getattr(chunk, "x_groq", None), "usage", None)
+    if found is not None:
+        state.usage = usage.openai_chat(found)
+
+
 def process_chunk(state: StreamState, chunk: Any) -> None:
-    if state.response_id is None:
-        state.response_id = getattr(chunk, "id", None) or ""
-        state.response_model = getattr(chunk, "model", None)
-    for choice in chunk.choices:
+    if not state.response_id or not state.response_model:
+        _identify(state, chunk)
+    choices = chunk.choices
+    if not choices:
+        _usage(state, chunk)
+        return
+    for choice in choices:
         delta = choice.delta
         tool_calls = delta.tool_calls if delta is not None else None
         if tool_calls:
@@ -35,6 +58,7 @@ def process_chunk(state: StreamState, chunk: Any) -> None:
         if finish_reason is not None:
             # {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
             state.settle(finish_reason, choice=choice.index or 0, completes_open=True)
+            _usage(state, chunk)
             state.final_event()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .. import _usage as usage
 from .._core import StreamState, classify
 
 _log = logging.getLogger(__name__)
@@ -34,13 +35,20 @@ def process_chunk(state: StreamState, chunk: Any) -> None:
         feedback = chunk.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             state.settle(reason_text(feedback.block_reason))
+            state.usage = usage.gemini(chunk.usage_metadata)
             state.final_event()
         return
+    finished = False
     for candidate in candidates:
-        _candidate(state, candidate)
+        finished = _candidate(state, candidate) or finished
+    if finished:
+        # Every chunk may carry usageMetadata, counted so far; the finishing chunk's is the total.
+        # {"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":30,"totalTokenCount":42}}
+        state.usage = usage.gemini(chunk.usage_metadata)
 
 
-def _candidate(state: StreamState, candidate: Any) -> None:
+def _candidate(state: StreamState, candidate: Any) -> bool:
+    """Translates one candidate; True when it carried its finish reason."""
     choice = candidate.index or 0
     finish = candidate.finish_reason
     reason = reason_text(finish) if finish is not None else None
@@ -54,10 +62,12 @@ def _candidate(state: StreamState, candidate: Any) -> None:
             call = part.function_call
             if call is not None:
                 _function_call(state, call, choice=choice, aborts=aborts)
-    if reason is not None:
-        # {"candidates":[{"content":{...},"finishReason":"MAX_TOKENS"}]}
-        state.settle(reason, choice=choice)
-        state.final_event()
+    if reason is None:
+        return False
+    # {"candidates":[{"content":{...},"finishReason":"MAX_TOKENS"}]}
+    state.settle(reason, choice=choice)
+    state.final_event()
+    return True
 
 
 def _function_call(state: StreamState, call: Any, *, choice: int, aborts: bool) -> None:

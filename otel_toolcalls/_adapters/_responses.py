@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _names as n
+from .. import _usage as usage
 from .._core import StreamState
 
 _log = logging.getLogger(__name__)
@@ -80,9 +81,17 @@ def _item_done(state: StreamState, event: Any) -> None:
         state.block_completed(key)
 
 
+def _usage(state: StreamState, response: Any) -> None:
+    # The response object of the final event: {"usage":{"input_tokens":36,"output_tokens":87,...}}
+    found = usage.openai_responses(getattr(response, "usage", None))
+    if found is not None:
+        state.usage = found
+
+
 def _completed(state: StreamState, event: Any) -> None:
-    # {"type":"response.completed","response":{"status":"completed",...}}
+    # {"type":"response.completed","response":{"status":"completed","usage":{...},...}}
     _identify(state, event.response)
+    _usage(state, event.response)
     state.settle(event.response.status or "completed")
     state.final_event()
 
@@ -90,6 +99,7 @@ def _completed(state: StreamState, event: Any) -> None:
 def _incomplete(state: StreamState, event: Any) -> None:
     # {"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},...}}
     _identify(state, event.response)
+    _usage(state, event.response)
     details = event.response.incomplete_details
     reason = (details.reason if details is not None else None) or "incomplete"
     state.settle(reason)
@@ -102,6 +112,7 @@ def _incomplete(state: StreamState, event: Any) -> None:
 def _failed(state: StreamState, event: Any) -> None:
     # {"type":"response.failed","response":{"status":"failed","error":{"code":"server_error",...}}}
     _identify(state, event.response)
+    _usage(state, event.response)
     error = event.response.error
     state.error_event(error.code if error is not None else None)
 

@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from .. import _usage as usage
 from .._core import RequestInfo, StreamState
 from .._stream import (
     bind,
@@ -90,6 +91,7 @@ def _message_end(state: StreamState, event: Any) -> None:
     # {"type":"message-end","delta":{"finish_reason":"TOOL_CALL","usage":{...}}}
     delta = event.delta
     state.settle(delta.finish_reason if delta is not None else None)
+    state.usage = usage.cohere(getattr(delta, "usage", None))
     state.final_event()
 
 

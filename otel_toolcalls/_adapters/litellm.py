@@ -57,6 +57,10 @@ PROVIDERS = {
     "xai": "x_ai",
     "perplexity": "perplexity",
     "watsonx": "ibm.watsonx.ai",
+    "watsonx_text": "ibm.watsonx.ai",
+    "moonshot": "moonshot_ai",
+    "azure_text": "azure.ai.openai",
+    "text-completion-codestral": "mistral_ai",
 }
 
 
@@ -75,14 +79,15 @@ class _Traced:
         self.pulling = False
 
 
-def _sdk_saw(completion_stream: Any) -> bool:
+def _sdk_state(completion_stream: Any) -> StreamState | None:
     # Stainless streams (openai, groq, anthropic) carry `response`, mistral's too; each adapter
     # binds its state to that object when it traces the stream.
     for name in ("response", "_response"):
         key = getattr(completion_stream, name, None)
-        if key is not None and bound(key) is not None:
-            return True
-    return False
+        state = bound(key) if key is not None else None
+        if state is not None:
+            return state
+    return None
 
 
 def _server(wrapper: Any) -> tuple[str | None, int | None]:
@@ -90,10 +95,24 @@ def _server(wrapper: Any) -> tuple[str | None, int | None]:
     return server_of(params.get("api_base"))
 
 
+def _routed_provider(wrapper: Any) -> str:
+    # The wrapper's own custom_llm_provider is "openai" for the OpenAI-compatible providers LiteLLM
+    # calls through the openai SDK (moonshot...); the request's logging details keep the route's.
+    details = getattr(getattr(wrapper, "logging_obj", None), "model_call_details", None) or {}
+    routed = details.get("custom_llm_provider")
+    return routed if isinstance(routed, str) and routed else wrapper.custom_llm_provider or "litellm"
+
+
 def _start(telemetry: Telemetry, wrapper: Any) -> None:
-    if _sdk_saw(wrapper.completion_stream):
+    provider = _routed_provider(wrapper)
+    sdk_state = _sdk_state(wrapper.completion_stream)
+    if sdk_state is not None:
+        # OpenAI-compatible providers (moonshot, deepseek, xai...) go through the openai SDK, whose
+        # adapter saw only an OpenAI client: LiteLLM's routing names the provider.
+        named = PROVIDERS.get(provider, provider)
+        if provider != "litellm" and named != sdk_state.provider:
+            sdk_state.set_provider(named)
         return
-    provider = wrapper.custom_llm_provider or "litellm"
     host, port = _server(wrapper)
     state = StreamState(
         telemetry,

@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from .. import _usage as usage
 from .._core import RequestInfo, StreamState
 from .._stream import (
     bind,
@@ -59,6 +60,8 @@ def process_event(state: StreamState, event: Any) -> None:
         if finish_reason is not None:
             # {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"tool_calls"}]}
             state.settle(finish_reason, choice=choice.index or 0, completes_open=True)
+            # The finish chunk carries the usage: {"usage":{"prompt_tokens":20,"completion_tokens":9,...}}
+            state.usage = usage.openai_chat(getattr(chunk, "usage", None))
             state.final_event()
 
 

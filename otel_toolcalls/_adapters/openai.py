@@ -6,7 +6,10 @@ One set of patches for the SDK (see ``_stainless``); the request path picks the 
 from __future__ import annotations
 
 import re
+import sys
+from typing import Any
 
+from .. import _names as n
 from .._replay import openai_chat_ids, openai_responses_ids
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk as chat_chunk
@@ -16,19 +19,33 @@ from ._stainless import Route, StainlessSDK
 # The module whose import this adapter patches (the instrumentor waits for it).
 REQUIRES = "openai"
 
-# POST /responses (create) and GET /responses/{id}?stream=true (resuming a background response).
-_RESPONSES_PATH = re.compile(r"/responses(?:/[^/]+)?$")
+# POST /responses (create); GET /responses/{id}?stream=true (``retrieve(stream=True)``, resuming a
+# stored or background response): the conventions' ``fetch_response``, no inference of its own.
+_RETRIEVE_PATH = re.compile(r"/responses/[^/]+$")
+
+AZURE_OPENAI = "azure.ai.openai"
+
+
+def _provider_of(client: Any) -> str | None:
+    # AzureOpenAI / AsyncAzureOpenAI: the conventions' "azure.ai.openai"; every other client "openai".
+    azure = sys.modules.get("openai.lib.azure")
+    base = getattr(azure, "BaseAzureClient", None)
+    if base is not None and isinstance(client, base):
+        return AZURE_OPENAI
+    return None
+
 
 SDK = StainlessSDK(
     module="openai",
     provider="openai",
+    provider_of=_provider_of,
     routes=[
         Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
+        Route(lambda path: path.endswith("/responses"), responses_event, "chat", openai_responses_ids),
         Route(
-            lambda path: _RESPONSES_PATH.search(path) is not None,
+            lambda path: _RETRIEVE_PATH.search(path) is not None,
             responses_event,
-            "chat",
-            openai_responses_ids,
+            n.OPERATION_FETCH_RESPONSE,
         ),
     ],
     helper_closes=[

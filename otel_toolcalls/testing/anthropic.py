@@ -41,7 +41,21 @@ Block = ToolUse | Text
 Event = tuple[str, dict[str, Any]]
 
 
-def message_start(*, message_id: str = "msg_fake_01", model: str = MODEL) -> Event:
+# message_start's usage: the input counts (Anthropic's input_tokens excludes the cache reads and
+# writes) and a first output count; message_delta's: the cumulative output count.
+START_USAGE: dict[str, Any] = {
+    "input_tokens": 25,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 1,
+    "service_tier": "standard",
+}
+DELTA_USAGE: dict[str, Any] = {"output_tokens": 42}
+
+
+def message_start(
+    *, message_id: str = "msg_fake_01", model: str = MODEL, usage: dict[str, Any] | None = None
+) -> Event:
     return (
         "message_start",
         {
@@ -54,7 +68,7 @@ def message_start(*, message_id: str = "msg_fake_01", model: str = MODEL) -> Eve
                 "content": [],
                 "stop_reason": None,
                 "stop_sequence": None,
-                "usage": {"input_tokens": 25, "output_tokens": 1},
+                "usage": START_USAGE if usage is None else usage,
             },
         },
     )
@@ -93,13 +107,13 @@ def block_stop(index: int) -> Event:
     return ("content_block_stop", {"type": "content_block_stop", "index": index})
 
 
-def message_delta(stop_reason: str | None) -> Event:
+def message_delta(stop_reason: str | None, usage: dict[str, Any] | None = None) -> Event:
     return (
         "message_delta",
         {
             "type": "message_delta",
             "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-            "usage": {"output_tokens": 42},
+            "usage": DELTA_USAGE if usage is None else usage,
         },
     )
 
@@ -123,12 +137,14 @@ def events_for(
     final: bool = True,
     pings: bool = True,
     model: str = MODEL,
+    start_usage: dict[str, Any] | None = None,
+    delta_usage: dict[str, Any] | None = None,
 ) -> list[Event]:
     """message_start, each block (start, deltas, stop), message_delta, message_stop.
 
     ``stop_reason`` None leaves out message_delta; ``final`` False leaves out message_stop (a body
-    that ends at an event boundary before the end)."""
-    events: list[Event] = [message_start(model=model)]
+    that ends at an event boundary before the end). The usages default to START_USAGE / DELTA_USAGE."""
+    events: list[Event] = [message_start(model=model, usage=start_usage)]
     if pings:
         events.append(ping())
     for index, block in enumerate(blocks):
@@ -141,7 +157,7 @@ def events_for(
         if block.stop:
             events.append(block_stop(index))
     if stop_reason is not None:
-        events.append(message_delta(stop_reason))
+        events.append(message_delta(stop_reason, delta_usage))
     if final:
         events.append(message_stop())
     return events

@@ -76,10 +76,14 @@ def message_stop(stop_reason: str) -> bytes:
     return eventstream.event("messageStop", {"stopReason": stop_reason})
 
 
-def metadata() -> bytes:
+USAGE: dict[str, Any] = {"inputTokens": 12, "outputTokens": 34, "totalTokens": 46}
+
+
+def metadata(usage: dict[str, Any] | None = None) -> bytes:
+    """The last event: ConverseStream's usage (``cacheReadInputTokens`` / ``cacheWriteInputTokens``
+    when prompt caching was used) and metrics."""
     return eventstream.event(
-        "metadata",
-        {"usage": {"inputTokens": 12, "outputTokens": 34, "totalTokens": 46}, "metrics": {"latencyMs": 321}},
+        "metadata", {"usage": USAGE if usage is None else usage, "metrics": {"latencyMs": 321}}
     )
 
 
@@ -96,6 +100,7 @@ def frames_for(
     stop_reason: str | None = "tool_use",
     stop_last_block: bool = True,
     with_metadata: bool = True,
+    usage: dict[str, Any] | None = None,
 ) -> list[bytes]:
     """The frames Bedrock sends for these blocks, one after another, one frame per list entry.
 
@@ -114,7 +119,7 @@ def frames_for(
     if stop_reason is not None:
         frames.append(message_stop(stop_reason))
         if with_metadata:
-            frames.append(metadata())
+            frames.append(metadata(usage))
     return frames
 
 

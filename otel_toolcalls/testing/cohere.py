@@ -55,11 +55,14 @@ def text_block(index: int, text: str) -> list[bytes]:
     ]
 
 
-def message_end(finish_reason: str, error: str | None = None) -> bytes:
-    delta: dict[str, Any] = {
-        "finish_reason": finish_reason,
-        "usage": {"billed_units": {"input_tokens": 12, "output_tokens": 40}, "tokens": {"input_tokens": 900}},
-    }
+USAGE: dict[str, Any] = {
+    "billed_units": {"input_tokens": 12, "output_tokens": 40},
+    "tokens": {"input_tokens": 900, "output_tokens": 45},
+}
+
+
+def message_end(finish_reason: str, error: str | None = None, usage: dict[str, Any] | None = None) -> bytes:
+    delta: dict[str, Any] = {"finish_reason": finish_reason, "usage": USAGE if usage is None else usage}
     if error is not None:
         delta["error"] = error
     return event("message-end", delta=delta)
@@ -72,6 +75,7 @@ def events_for(
     plan: str | None = "I will look that up.",
     end_last: bool = True,
     text_after: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> list[bytes]:
     """The calls one after another; ``end_last=False`` leaves the last call without its
     ``tool-call-end`` (the limit hit mid-arguments); ``text_after``: a text block after the calls."""
@@ -86,7 +90,7 @@ def events_for(
     if text_after is not None:
         out.extend(text_block(len(calls), text_after))
     if finish_reason is not None:
-        out.append(message_end(finish_reason))
+        out.append(message_end(finish_reason, usage=usage))
     return out
 
 
@@ -104,6 +108,6 @@ def script_for(
 
 
 def tool_call_script(calls: Sequence[ToolCall], **options: Any) -> Script:
-    keys = ("finish_reason", "plan", "end_last", "text_after")
+    keys = ("finish_reason", "plan", "end_last", "text_after", "usage")
     built = {k: options.pop(k) for k in keys if k in options}
     return script_for(events_for(calls, **built), **options)

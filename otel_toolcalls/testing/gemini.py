@@ -103,13 +103,22 @@ def chunk(
     return body
 
 
+USAGE: dict[str, int] = {"promptTokenCount": 12, "candidatesTokenCount": 30, "totalTokenCount": 42}
+
+
 def one_part_each(
-    parts: Sequence[dict[str, Any]], *, finish_reason: str | None = "STOP", **options: Any
+    parts: Sequence[dict[str, Any]],
+    *,
+    finish_reason: str | None = "STOP",
+    usage: dict[str, int] | None = None,
+    **options: Any,
 ) -> list[dict[str, Any]]:
-    """One chunk per part; the finish reason (and usage) rides on the last one, as Gemini sends it."""
+    """One chunk per part; the finish reason (and the usage, ``USAGE`` by default: a
+    ``usageMetadata`` with ``thoughtsTokenCount`` / ``cachedContentTokenCount`` where the model
+    thought or a cache served the prompt) rides on the last one, as Gemini sends it."""
     chunks = [chunk([p], **options) for p in parts]
     if finish_reason is not None:
-        usage = {"promptTokenCount": 12, "candidatesTokenCount": 30, "totalTokenCount": 42}
+        usage = USAGE if usage is None else usage
         if chunks:
             last = chunks[-1]["candidates"][0]
             last["finishReason"] = finish_reason

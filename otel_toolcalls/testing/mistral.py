@@ -17,6 +17,10 @@ from .openai_chat import ToolCall
 MODEL = "mistral-large-latest"
 
 
+# Mistral writes the usage on the finish chunk.
+USAGE: dict[str, int] = {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 29}
+
+
 def _chunk(delta: dict[str, Any], finish_reason: str | None = None, model: str = MODEL) -> dict[str, Any]:
     return {
         "id": "cmpl-fake-mistral",
@@ -34,6 +38,7 @@ def chunks_for(
     whole: bool = False,
     text: str | None = None,
     model: str = MODEL,
+    usage: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     out = [_chunk({"role": "assistant", "content": text or ""}, model=model)]
     if whole:
@@ -53,6 +58,8 @@ def chunks_for(
                 out.append(_chunk({"content": "", "tool_calls": [tool_call]}, model=model))
     if finish_reason is not None:
         out.append(_chunk({"content": ""}, finish_reason, model=model))
+        if usage is not None:
+            out[-1]["usage"] = usage
     return out
 
 
@@ -63,11 +70,12 @@ def tool_call_script(
     whole: bool = False,
     cut_after: int | None = None,
     pace: float = 0.0,
+    usage: dict[str, Any] | None = None,
     **script: Any,
 ) -> Script:
     """One SSE event per socket write, multi-byte text written in two halves cut inside a character;
-    ``cut_after``: the connection drops after that many events."""
-    chunks = chunks_for(calls, finish_reason=finish_reason, whole=whole)
+    ``cut_after``: the connection drops after that many events; ``usage`` rides on the finish chunk."""
+    chunks = chunks_for(calls, finish_reason=finish_reason, whole=whole, usage=usage)
     writes: list[bytes] = []
     for i, chunk in enumerate(chunks):
         if cut_after is not None and i >= cut_after:

@@ -84,6 +84,47 @@ def events_for(
     return events
 
 
+USAGE: dict[str, Any] = {
+    "prompt_tokens": 19,
+    "completion_tokens": 10,
+    "total_tokens": 29,
+    "prompt_tokens_details": {"cached_tokens": 6, "audio_tokens": 0},
+    "completion_tokens_details": {
+        "reasoning_tokens": 4,
+        "audio_tokens": 0,
+        "accepted_prediction_tokens": 0,
+        "rejected_prediction_tokens": 0,
+    },
+}
+
+
+def usage_chunk(usage: dict[str, Any], *, model: str = MODEL) -> dict[str, Any]:
+    """The last chunk of a stream asked with ``stream_options={"include_usage": True}``: no choices."""
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1764500000,
+        "model": model,
+        "choices": [],
+        "usage": usage,
+    }
+
+
+def azure_first_chunk() -> dict[str, Any]:
+    """What Azure OpenAI sends before the first real chunk: the prompt's content-filter results,
+    with an empty id and model."""
+    severity = {"filtered": False, "severity": "safe"}
+    filters = {"hate": severity, "self_harm": severity, "sexual": severity, "violence": severity}
+    return {
+        "choices": [],
+        "created": 0,
+        "id": "",
+        "model": "",
+        "object": "",
+        "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filters}],
+    }
+
+
 def script_for(
     events: Sequence[Event],
     *,
@@ -92,15 +133,26 @@ def script_for(
     pace: float = 0.0,
     model: str = MODEL,
     split_characters: bool = True,
+    usage: dict[str, Any] | None = None,
+    azure: bool = False,
     **script: Any,
 ) -> Script:
     """One SSE event per socket write; events holding multi-byte text are written in two halves,
-    cut inside a character. ``cut_after``: the connection drops after that many events."""
+    cut inside a character. ``cut_after``: the connection drops after that many events.
+    ``usage``: the stream was asked to include usage (``"usage": null`` on every chunk, then a usage
+    chunk); ``azure``: Azure's filter-results chunk comes first."""
+    payloads = [chunk(event, model=model) for event in events]
+    if usage is not None:
+        for payload in payloads:
+            payload["usage"] = None
+        payloads.append(usage_chunk(usage, model=model))
+    if azure:
+        payloads.insert(0, azure_first_chunk())
     writes: list[bytes] = []
-    for i, event in enumerate(events):
+    for i, payload in enumerate(payloads):
         if cut_after is not None and i >= cut_after:
             break
-        data = sse(chunk(event, model=model))
+        data = sse(payload)
         writes.extend(split_mid_character(data) if split_characters else [data])
     if cut_after is None and done:
         writes.append(sse("[DONE]"))

@@ -18,6 +18,15 @@ from ._server import Script
 MODEL = "gpt-4.1-mini"
 RESPONSE_ID = "resp_fake_1"
 
+# A ResponseUsage as the API writes it on the final response object.
+USAGE: dict[str, Any] = {
+    "input_tokens": 36,
+    "input_tokens_details": {"cached_tokens": 12},
+    "output_tokens": 87,
+    "output_tokens_details": {"reasoning_tokens": 64},
+    "total_tokens": 123,
+}
+
 # Item type -> (delta event, done event, field holding the arguments).
 _KINDS = {
     "function_call": (
@@ -140,10 +149,12 @@ def events_for(
     reason: str | None = "max_output_tokens",
     error_code: str | None = "server_error",
     model: str = MODEL,
+    usage: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The whole stream: created, in_progress, an optional text item, the calls one after another,
     an optional text item after them, and the end: ``completed``, ``incomplete`` (with ``reason``),
-    ``failed`` or ``error`` (with ``error_code``), or None for a body that just stops."""
+    ``failed`` or ``error`` (with ``error_code``), or None for a body that just stops. ``usage``:
+    the final response object's ``usage`` (``USAGE`` is one), null when None."""
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": response_object("in_progress", model=model)},
         {"type": "response.in_progress", "response": response_object("in_progress", model=model)},
@@ -156,12 +167,13 @@ def events_for(
         if block_events[-1]["type"] == "response.output_item.done":
             done_items.append(block_events[-1]["item"])
     if end == "completed":
-        events.append(
-            {"type": "response.completed", "response": response_object("completed", done_items, model=model)}
-        )
+        response = response_object("completed", done_items, model=model, usage=usage)
+        events.append({"type": "response.completed", "response": response})
     elif end == "incomplete":
         details = {"reason": reason} if reason else None
-        response = response_object("incomplete", done_items, model=model, incomplete_details=details)
+        response = response_object(
+            "incomplete", done_items, model=model, incomplete_details=details, usage=usage
+        )
         events.append({"type": "response.incomplete", "response": response})
     elif end == "failed":
         error = {"code": error_code, "message": "The model failed to generate a response."}
@@ -198,7 +210,7 @@ def script_for(
 
 
 def tool_call_script(calls: Sequence[ToolCall], **options: Any) -> Script:
-    keys = ("text", "text_after", "end", "reason", "error_code", "model")
+    keys = ("text", "text_after", "end", "reason", "error_code", "model", "usage")
     return script_for(events_for(calls, **{k: options.pop(k) for k in keys if k in options}), **options)
 
 

@@ -1,0 +1,134 @@
+"""The GenAI conventions' client inference metrics, recorded once per stream, when it ends.
+
+``gen_ai.client.inference.duration`` (request to end, ``error.type`` when it failed),
+``gen_ai.client.inference.time_to_first_chunk`` and the token counters
+``gen_ai.client.inference.usage.*`` (``{token}``, with ``gen_ai.token.modality``), all with the
+attributes the conventions require and recommend, and the advised buckets. They are recorded for
+every stream the package sees: with its own inference span, with someone else's (an SDK that
+traces itself), or with inference spans off. Recording at the end rather than at the first chunk
+lets time-to-first-chunk carry ``gen_ai.response.model``, which arrives with or after that chunk.
+
+An operation that is not inference (``fetch_response``: a stored response streamed again) gets the
+conventions' ``gen_ai.client.operation.duration`` instead, and no time-to-first-chunk or token
+usage (the conventions: no usage for that operation).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _names as n
+from ._usage import FIELDS
+
+if TYPE_CHECKING:
+    from ._core import StreamState
+
+_log = logging.getLogger(__name__)
+
+# The conventions' advised ExplicitBucketBoundaries for the inference duration and time to first chunk.
+SECONDS_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
+
+# Instrumentation scopes that record some of these metrics themselves, by metric name: where one of
+# them made the inference span the package adopted, the package leaves those metrics to it. An
+# instrumentation is identified by the scope of its span; one not listed records none of them.
+RECORDED_BY_SCOPE: dict[str, frozenset[str]] = {
+    # anthropic 2.x tracing itself: spans only (anthropic/_tracing.py and anthropic/lib/_tracing
+    # import opentelemetry.trace and no meter), so the package records every metric.
+    "com.anthropic.sdk.python": frozenset(),
+    # opentelemetry-instrumentation-openai-v2 records these two, older names for other signals.
+    "opentelemetry.instrumentation.openai_v2": frozenset(
+        {n.METRIC_OPERATION_DURATION, "gen_ai.client.token.usage"}
+    ),
+}
+
+Histogram = Callable[[Any, str, str, str, Any], Any]
+_SUBSETS = frozenset({"cache_read", "cache_write", "reasoning"})
+
+
+def recorded_elsewhere(span: Any) -> frozenset[str]:
+    """The metrics the instrumentation that made ``span`` (an adopted span) records itself."""
+    if span is None:
+        return frozenset()
+    scope = getattr(span, "instrumentation_scope", None)
+    return RECORDED_BY_SCOPE.get(getattr(scope, "name", None) or "", frozenset())
+
+
+def attributes_of(state: StreamState) -> dict[str, Any]:
+    """The attributes every inference metric carries (``metric_attributes.gen_ai``)."""
+    request = state.request
+    attributes: dict[str, Any] = {
+        n.GEN_AI_OPERATION_NAME: request.operation,
+        n.GEN_AI_PROVIDER_NAME: state.provider,
+    }
+    if state.model:
+        attributes[n.GEN_AI_REQUEST_MODEL] = state.model
+    if state.response_model:
+        attributes[n.GEN_AI_RESPONSE_MODEL] = state.response_model
+    if request.server_address:
+        attributes[n.SERVER_ADDRESS] = request.server_address
+        if request.server_port:
+            attributes[n.SERVER_PORT] = request.server_port
+    return attributes
+
+
+def reports_usage(state: StreamState) -> bool:
+    return state.usage is not None and state.request.operation != n.OPERATION_FETCH_RESPONSE
+
+
+class InferenceInstruments:
+    def __init__(self, meter: Any, histogram: Histogram) -> None:
+        self.duration = histogram(
+            meter, n.METRIC_INFERENCE_DURATION, "s", "GenAI client inference duration.", SECONDS_BUCKETS
+        )
+        self.operation_duration = histogram(
+            meter, n.METRIC_OPERATION_DURATION, "s", "GenAI operation duration.", SECONDS_BUCKETS
+        )
+        self.time_to_first_chunk = histogram(
+            meter,
+            n.METRIC_TIME_TO_FIRST_CHUNK,
+            "s",
+            "Time from the request to the first chunk of a streamed response.",
+            SECONDS_BUCKETS,
+        )
+        self.tokens = {
+            metric: meter.create_counter(metric, unit="{token}", description=f"Tokens, as {attribute}.")
+            for _, attribute, metric in FIELDS
+        }
+
+    def record(self, state: StreamState, *, error_type: str | None, end_ns: int) -> None:
+        try:
+            self._record(state, error_type=error_type, end_ns=end_ns)
+        except Exception:
+            _log.debug("otel_toolcalls: failed to record inference metrics", exc_info=True)
+
+    def _record(self, state: StreamState, *, error_type: str | None, end_ns: int) -> None:
+        skip = recorded_elsewhere(state.request.adopted_span)
+        attributes = attributes_of(state)
+        inference = state.request.operation in n.INFERENCE_OPERATIONS
+        name, duration = (
+            (n.METRIC_INFERENCE_DURATION, self.duration)
+            if inference
+            else (n.METRIC_OPERATION_DURATION, self.operation_duration)
+        )
+        if name not in skip:
+            failed = {**attributes, n.ERROR_TYPE: error_type} if error_type else attributes
+            duration.record(max(0, end_ns - state.start_ns) / 1e9, failed)
+        if not inference:
+            return
+        first = state.first_chunk_ns
+        if first is not None and n.METRIC_TIME_TO_FIRST_CHUNK not in skip:
+            self.time_to_first_chunk.record(max(0, first - state.start_ns) / 1e9, attributes)
+        if reports_usage(state):
+            self._record_usage(state, attributes, skip)
+
+    def _record_usage(self, state: StreamState, attributes: dict[str, Any], skip: frozenset[str]) -> None:
+        tokens = {**attributes, n.GEN_AI_TOKEN_MODALITY: n.TOKEN_MODALITY_UNKNOWN}
+        for field, _, metric in FIELDS:
+            value = getattr(state.usage, field)
+            # A 0 cache or reasoning count (most requests) adds nothing to its counter's total:
+            # no point (each costs the SDK ~10 us); input and output are always recorded.
+            if value is None or metric in skip or (value == 0 and field in _SUBSETS):
+                continue
+            self.tokens[metric].add(value, tokens)
