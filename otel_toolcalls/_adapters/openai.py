@@ -10,11 +10,9 @@ import re
 from .._replay import openai_chat_ids, openai_responses_ids
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk as chat_chunk
+from ._patches import Requires
 from ._responses import process_event as responses_event
 from ._stainless import Route, StainlessSDK
-
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "openai"
 
 # POST /responses (create) and GET /responses/{id}?stream=true (resuming a background response).
 _RESPONSES_PATH = re.compile(r"/responses(?:/[^/]+)?$")
@@ -42,6 +40,9 @@ SDK = StainlessSDK(
         ("openai.lib.streaming.responses._responses", "AsyncResponseStream.close", "_response"),
     ],
 )
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="openai", targets=SDK.targets, provider=SDK.provider)
 
 
 def instrument(telemetry: Telemetry) -> bool:
