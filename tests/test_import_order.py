@@ -1,17 +1,162 @@
-"""Import order: ``_imports`` waits for the modules an adapter patches, whatever the package layout
-(driven in process with small packages written to ``tmp_path``)."""
+"""Import order: every adapter sees its SDK however and whenever the application imports it.
+
+The matrix runs each app of ``tests/apps`` (one SDK or framework, imported as its docs do, one tool
+call streamed from the fake provider) as users run it: ``opentelemetry-instrument python app.py``
+(instrument() first, the SDK imported by the app) and through ``_before.py`` (the SDK first). The
+runs are subprocesses started together, a few at a time; each test reads its own.
+
+The other tests drive ``_imports`` in process with small packages written to ``tmp_path``.
+"""
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import subprocess
 import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from otel_toolcalls import _imports
+from otel_toolcalls._adapters import adapter_names
+
+APPS = Path(__file__).resolve().parent / "apps"
+VENV_BIN = Path(sys.executable).parent
+VARIANTS = ("sdk_after_instrument", "sdk_before_instrument")
+# adapter -> (the span it is responsible for: the tool-call span or the tool's execution span, the
+# call id its app streams).
+ADAPTERS = {
+    "openai": ("call", "call_openai"),
+    "groq": ("call", "call_groq"),
+    "anthropic": ("call", "toolu_weather_01"),
+    "bedrock": ("call", "tooluse_weather_1"),
+    "gemini": ("call", "fc_weather_1"),
+    "mistral": ("call", "call_mistral"),
+    "cohere": ("call", "call_cohere"),
+    "litellm": ("call", "call_litellm"),
+    "anthropic_tools": ("execution", "toolu_runner_01"),
+    "langchain": ("execution", "call_langchain"),
+    "pydantic_ai": ("execution", "call_pydantic_ai"),
+    "openai_agents": ("execution", "call_openai_agents"),
+    "mcp": ("execution", "call_mcp"),
+}
+# The SDK-first variant runs every app in one process (tests/apps/_before.py).
+ALL = "all"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        OTEL_SERVICE_NAME="import-order",
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    return env
+
+
+def _command(adapter: str, variant: str) -> list[str]:
+    if variant == "sdk_after_instrument":
+        app = str(APPS / f"app_{adapter}.py")
+        return [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, app]
+    return [sys.executable, str(APPS / "_before.py"), *(str(APPS / f"app_{a}.py") for a in sorted(ADAPTERS))]
+
+
+def _run(adapter: str, variant: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _command(adapter, variant),
+        env=_env(),
+        cwd=APPS,
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard, not a performance bound
+    )
+
+
+def _key(adapter: str, variant: str) -> tuple[str, str]:
+    return (adapter if variant == "sdk_after_instrument" else ALL, variant)
+
+
+@pytest.fixture(scope="module")
+def runs(request: pytest.FixtureRequest) -> Any:
+    """Starts every selected run at once (the one SDK-first process first: it is the longest); the
+    pool keeps the cores busy."""
+    wanted = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module is sys.modules[__name__] and "adapter" in params:
+            wanted.add(_key(params["adapter"], params["variant"]))
+    started = time.perf_counter()
+    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
+    futures: dict[tuple[str, str], Future[subprocess.CompletedProcess[str]]] = {
+        key: pool.submit(_run, *key) for key in sorted(wanted, key=lambda key: key[0] != ALL)
+    }
+    yield futures
+    pool.shutdown(wait=True)
+    print(f"\nimport-order matrix: {len(futures)} processes in {time.perf_counter() - started:.1f} s")
+
+
+def _spans(stdout: str) -> list[dict[str, Any]]:
+    """The ConsoleSpanExporter prints one JSON object per span."""
+    decoder, spans, i = json.JSONDecoder(), [], 0
+    while (start := stdout.find("{", i)) != -1:
+        try:
+            obj, i = decoder.raw_decode(stdout, start)
+        except json.JSONDecodeError:
+            i = start + 1
+            continue
+        if isinstance(obj, dict) and "name" in obj and "attributes" in obj:
+            spans.append(obj)
+    return spans
+
+
+def test_every_adapter_has_an_app() -> None:
+    assert sorted(ADAPTERS) == adapter_names()
+    assert sorted(p.stem.removeprefix("app_") for p in APPS.glob("app_*.py")) == adapter_names()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
+    kind, call_id = ADAPTERS[adapter]
+    result = runs[_key(adapter, variant)].result()
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"APP OK {call_id}" in result.stdout.splitlines(), result.stderr[-4000:]
+    # A healthy SDK is instrumented without a word.
+    assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
+    spans = _spans(result.stdout)
+    calls = [
+        s
+        for s in spans
+        if s["name"].startswith("tool_call ") and s["attributes"].get("gen_ai.tool.call.id") == call_id
+    ]
+    assert len(calls) == 1, [s["name"] for s in spans]
+    call = calls[0]["attributes"]
+    assert call["toolcall.outcome"] == "completed"
+    requires = importlib.import_module(f"otel_toolcalls._adapters.{adapter}").REQUIRES
+    if kind == "call" and requires.provider is not None:
+        assert call["gen_ai.provider.name"] == requires.provider
+    if kind == "execution":
+        executions = [
+            s
+            for s in spans
+            if s["attributes"].get("gen_ai.operation.name") == "execute_tool"
+            and s["attributes"].get("gen_ai.tool.call.id") == call_id
+            and "toolcall.outcome" in s["attributes"]
+        ]
+        assert len(executions) == 1, [s["name"] for s in spans]
+        execution = executions[0]
+        assert execution["attributes"]["toolcall.outcome"] == "completed"
+        (link,) = execution["links"]
+        assert link["context"]["span_id"] == calls[0]["context"]["span_id"]
+
 
 # -- _imports in process ----------------------------------------------------------------------------
 
