@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import threading
 from collections.abc import Collection
 from types import ModuleType
 from typing import Any
@@ -16,6 +17,35 @@ from ._adapters import adapter_names
 from ._config import resolve
 
 _log = logging.getLogger(__name__)
+
+# Adapters whose missing targets were reported: once per process, however often instrument() runs.
+_reported: set[str] = set()
+_reported_lock = threading.Lock()
+
+
+def _report_missing(adapter: ModuleType) -> None:
+    """One WARNING per adapter whose SDK lacks a target (a release moved or renamed a private): the
+    adapter patches what it can, and what goes through the rest is not traced."""
+    name = adapter.__name__.rpartition(".")[2]
+    if name in _reported:
+        return
+    requires = adapter.REQUIRES
+    missing = requires.missing()
+    if not missing:
+        return
+    with _reported_lock:
+        if name in _reported:
+            return
+        _reported.add(name)
+    _log.warning(
+        "otel_toolcalls: %s %s lacks %s: the %s adapter cannot trace what goes through %s "
+        "(see `otel-toolcalls doctor`)",
+        requires.sdk,
+        requires.version() or "(version unknown)",
+        ", ".join(missing),
+        name,
+        "it" if len(missing) == 1 else "them",
+    )
 
 
 class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -77,6 +107,10 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 self._instrumented.append(adapter)
         except Exception:
             _log.warning("otel_toolcalls: could not instrument %s", adapter.__name__, exc_info=True)
+        try:
+            _report_missing(adapter)
+        except Exception:
+            _log.debug("otel_toolcalls: could not check %s's targets", adapter.__name__, exc_info=True)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._generation += 1
