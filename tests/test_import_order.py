@@ -204,6 +204,22 @@ def test_a_namespace_package_fires_once_its_import_has_finished(packages: Any) -
     assert seen == ["client finished"]
 
 
+def test_a_module_imported_by_a_sibling_fires_once_the_sibling_has_finished(packages: Any) -> None:
+    # As boto3 -> botocore.session -> botocore.client: the adapter imports more of the package
+    # when it applies, which must not find botocore.session half-run.
+    packages({
+        "fam/__init__.py": "",
+        "fam/session.py": "import fam.client\nREADY = True\n",
+        "fam/client.py": "class BaseClient:\n    pass\n",
+    })
+    seen: list[Any] = []
+    _imports.when_imported(
+        ["fam.client"], lambda: seen.append(getattr(sys.modules["fam.session"], "READY", None))
+    )
+    importlib.import_module("fam.session")
+    assert seen == [True]
+
+
 def test_the_module_looks_as_without_the_package(packages: Any) -> None:
     packages(NAMESPACE_SDK)
     _imports.when_imported(["nsdk.client.chat"], lambda: None)
