@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from wrapt import ObjectProxy
+
 _log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -137,23 +139,18 @@ def _find_elsewhere(finder: _Finder, fullname: str, path: Any, target: Any) -> A
     return None
 
 
-class _Loader(importlib.abc.Loader):
-    """Delegates to the real loader; hands the module back to it before its code runs, so that the
-    module (``__loader__``, ``__spec__.loader``) looks as it would without the package."""
-
-    def __init__(self, loader: Any) -> None:
-        self._loader = loader
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "_loader":
-            raise AttributeError(name)
-        return getattr(self._loader, name)
+class _Loader(ObjectProxy):  # type: ignore[misc]
+    """The real loader, seen through a proxy (``isinstance`` and every attribute answer as the
+    real one's) that reports when the module's code starts and ends. The module gets the real
+    loader back (``__loader__``, ``__spec__.loader``) before its code runs."""
 
     def create_module(self, spec: Any) -> Any:
-        return self._loader.create_module(spec)
+        create = getattr(self.__wrapped__, "create_module", None)
+        # None: the default module creation, as for a loader without create_module.
+        return create(spec) if create is not None else None
 
     def exec_module(self, module: Any) -> None:
-        real = self._loader
+        real = self.__wrapped__
         if getattr(module, "__loader__", None) is self:
             module.__loader__ = real
         spec = getattr(module, "__spec__", None)

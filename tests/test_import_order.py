@@ -11,6 +11,8 @@ The other tests drive ``_imports`` in process with small packages written to ``t
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
@@ -223,6 +225,10 @@ def test_a_module_imported_by_a_sibling_fires_once_the_sibling_has_finished(pack
 def test_the_module_looks_as_without_the_package(packages: Any) -> None:
     packages(NAMESPACE_SDK)
     _imports.when_imported(["nsdk.client.chat"], lambda: None)
+    # Asked before the import, the loader answers as the real one does.
+    spec = importlib.util.find_spec("nsdk.client")
+    assert isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+    assert spec.loader.is_package("nsdk.client") is True
     import nsdk.client.chat  # type: ignore[import-not-found]
 
     for module in (sys.modules["nsdk.client"], nsdk.client.chat):
