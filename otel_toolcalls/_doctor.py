@@ -32,6 +32,8 @@ from ._doctor_env import otlp, providers
 from ._support import TESTED
 from .version import __version__
 
+_DISABLED = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
+
 
 @contextlib.contextmanager
 def _captured(name: str) -> Iterator[list[logging.LogRecord]]:
@@ -160,6 +162,11 @@ def report() -> dict[str, Any]:
     settings = _settings()  # before doctor instruments anything itself
     sdks, warnings = _sdks()
     unseen = [row["adapter"] for row in sdks if row["unseen"]]
+    disabled = os.environ.get(_DISABLED, "").replace(" ", "").split(",")
+    if "toolcalls" in disabled:
+        # opentelemetry-instrument would not load the instrumentor at all.
+        unseen = [row["adapter"] for row in sdks if row["version"] is not None]
+        warnings.append(f"{_DISABLED} names toolcalls: opentelemetry-instrument will not instrument")
     return {
         "otel_toolcalls": __version__,
         "python": platform.python_version(),

@@ -206,3 +206,10 @@ def test_json_report_in_process_leaks_nothing(monkeypatch: pytest.MonkeyPatch) -
     for leak in LEAKS:
         assert leak not in text, leak
     assert data["otlp"]["metrics"]["endpoint"] == "https://metrics.example/v1/metrics"
+
+
+def test_disabled_under_opentelemetry_instrument_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "requests, toolcalls")
+    data = _doctor.report()
+    assert data["ok"] is False and data["unseen"] == adapter_names()
+    assert any("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS names toolcalls" in w for w in data["warnings"])
