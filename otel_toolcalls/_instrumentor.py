@@ -4,28 +4,48 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.util
 import logging
-import sys
+import threading
 from collections.abc import Collection
 from types import ModuleType
 from typing import Any
 
-import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from . import _telemetry
+from . import _imports, _telemetry
 from ._adapters import adapter_names
 from ._config import resolve
 
 _log = logging.getLogger(__name__)
 
+# Adapters whose missing targets were reported: once per process, however often instrument() runs.
+_reported: set[str] = set()
+_reported_lock = threading.Lock()
 
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+
+def _report_missing(adapter: ModuleType) -> None:
+    """One WARNING per adapter whose SDK lacks a target (a release moved or renamed a private): the
+    adapter patches what it can, and what goes through the rest is not traced."""
+    name = adapter.__name__.rpartition(".")[2]
+    if name in _reported:
+        return
+    requires = adapter.REQUIRES
+    missing = requires.missing()
+    if not missing:
+        return
+    with _reported_lock:
+        if name in _reported:
+            return
+        _reported.add(name)
+    _log.warning(
+        "otel_toolcalls: %s %s lacks %s: the %s adapter cannot trace what goes through %s "
+        "(see `otel-toolcalls doctor`)",
+        requires.sdk,
+        requires.version() or "(version unknown)",
+        ", ".join(missing),
+        name,
+        "it" if len(missing) == 1 else "them",
+    )
 
 
 class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -36,8 +56,9 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     ``buffered_min_chunks``, ``buffered_window_ms``, ``buffered_min_ttfc_ms``.
 
     An SDK the application has already imported is patched at once; one it has not is patched when
-    (and if) it is imported: importing every installed SDK up front would cost seconds at start-up
-    (litellm even fetches a cost map), for SDKs the application may never use.
+    (and if) the application imports a module the adapter patches (``_imports``): importing every
+    installed SDK up front would cost seconds at start-up (litellm even fetches a cost map), for
+    SDKs the application may never use.
     """
 
     def __init__(self) -> None:
@@ -46,8 +67,10 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         # runs __init__ again, which must not forget what an earlier instrument() patched.
         if "_instrumented" not in self.__dict__:
             self._instrumented: list[ModuleType] = []
-            # Bumped by each instrument() and uninstrument(): a post-import hook registered by an
-            # earlier instrument() finds it changed and does nothing (wrapt cannot remove hooks).
+            # The waits for SDKs not imported yet, cancelled by uninstrument().
+            self._waits: list[_imports.Wait] = []
+            # Bumped by each instrument() and uninstrument(): a wait of an earlier instrument()
+            # already running in another thread finds it changed and does nothing.
             self._generation = 0
 
     def instrumentation_dependencies(self) -> Collection[str]:
@@ -67,18 +90,12 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         for name in adapter_names():
             try:
                 adapter = importlib.import_module(f"{__package__}._adapters.{name}")
-                sdk = adapter.REQUIRES
-                if not _installed(sdk):
-                    continue
-                if sdk in sys.modules:
-                    self._apply(adapter, telemetry)
-                else:
-                    hook = functools.partial(self._on_import, adapter, telemetry, self._generation)
-                    wrapt.register_post_import_hook(hook, sdk)
+                apply = functools.partial(self._on_import, adapter, telemetry, self._generation)
+                self._waits.append(_imports.when_imported(adapter.REQUIRES.modules, apply))
             except Exception:
                 _log.warning("otel_toolcalls: could not instrument %s", name, exc_info=True)
 
-    def _on_import(self, adapter: ModuleType, telemetry: Any, generation: int, module: ModuleType) -> None:
+    def _on_import(self, adapter: ModuleType, telemetry: Any, generation: int) -> None:
         if generation == self._generation:
             self._apply(adapter, telemetry)
 
@@ -90,9 +107,15 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 self._instrumented.append(adapter)
         except Exception:
             _log.warning("otel_toolcalls: could not instrument %s", adapter.__name__, exc_info=True)
+        try:
+            _report_missing(adapter)
+        except Exception:
+            _log.debug("otel_toolcalls: could not check %s's targets", adapter.__name__, exc_info=True)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._generation += 1
+        while self._waits:
+            self._waits.pop().cancel()
         while self._instrumented:
             adapter = self._instrumented.pop()
             try:

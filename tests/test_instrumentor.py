@@ -212,13 +212,14 @@ def test_every_adapter_unwraps_exactly_what_it_wrapped(instrument):
     import wrapt
 
     # Imported before instrument() (patched at once) or after (patched by the import hook): both.
+    # An adapter waits for the modules it patches, which the top package may import lazily.
     for sdk in (
         "anthropic",
         "botocore.client",
         "google.genai",
-        "mistralai",
-        "cohere",
-        "langchain_core.tools",
+        "mistralai.client.chat",
+        "cohere.v2.client",
+        "langchain_core.tools.base",
     ):
         importlib.import_module(sdk)
     instrumentor = instrument()

@@ -1,5 +1,6 @@
-"""One module per provider SDK; each exposes ``REQUIRES`` (the module whose import it patches),
-``instrument(telemetry) -> bool`` and ``uninstrument()``.
+"""One module per provider SDK or framework; each exposes ``REQUIRES`` (a ``_patches.Requires``:
+the SDK's distribution, every attribute it patches, its provider name), ``instrument(telemetry) ->
+bool`` and ``uninstrument()``.
 
 Modules whose name starts with an underscore are shared translators and helpers, not adapters.
 Adding a provider is adding one module here (and its tests): the instrumentor finds it.

@@ -1,10 +1,13 @@
-"""The wrapt patches one adapter made, so that ``uninstrument()`` undoes exactly those."""
+"""What an adapter needs of its SDK (``Requires``), and the wrapt patches it made (``Patches``), so
+that ``uninstrument()`` undoes exactly those."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.instrumentation.utils import unwrap
@@ -13,12 +16,54 @@ from wrapt import wrap_function_wrapper
 _log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Requires:
+    """One adapter's needs, as data. The instrumentor waits for the modules of ``targets`` and warns
+    (once) about any target it cannot find; ``otel-toolcalls doctor`` reports them."""
+
+    # The distribution, as pip names it: its version is reported and checked against _support.
+    sdk: str
+    # (module, "Class.method" or "function"): every attribute the adapter wraps.
+    targets: tuple[tuple[str, str], ...]
+    # gen_ai.provider.name of the adapter's spans, where it is one name.
+    provider: str | None = None
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules the adapter waits for: those that define its targets."""
+        return tuple(dict.fromkeys(module for module, _ in self.targets))
+
+    def version(self) -> str | None:
+        try:
+            return importlib.metadata.version(self.sdk)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    def missing(self) -> list[str]:
+        """The targets this environment lacks, as ``module.attr``. Imports the target modules: only
+        for an SDK the application has imported (or for ``doctor``)."""
+        return [f"{module}.{attr}" for module, attr in self.targets if resolve(module, attr) is None]
+
+
+def resolve(module: str, attr: str) -> Any:
+    """``module.attr`` (``attr`` as ``"Class.method"``), or None when the SDK lacks it."""
+    try:
+        owner: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            owner = getattr(owner, part)
+    except Exception:
+        _log.debug("otel_toolcalls: %s.%s not found", module, attr, exc_info=True)
+        return None
+    return owner
+
+
 class Patches:
     def __init__(self) -> None:
         self._made: list[tuple[str, str]] = []
 
     def wrap(self, module: str, attr: str, wrapper: Callable[..., Any]) -> bool:
-        """Wraps ``module.attr`` (``attr`` as ``"Class.method"``); False when the SDK lacks it."""
+        """Wraps ``module.attr`` (``attr`` as ``"Class.method"``); False when the SDK lacks it (the
+        instrumentor warns about it once, from the adapter's ``Requires``)."""
         try:
             wrap_function_wrapper(module, attr, wrapper)
         except (ImportError, AttributeError):

@@ -87,6 +87,14 @@ class StainlessSDK:
 
     # -- wiring ------------------------------------------------------------------------------------
 
+    @property
+    def targets(self) -> tuple[tuple[str, str], ...]:
+        # Every (module, "Class.method") instrument() wraps: the adapters' REQUIRES.
+        streaming, base = f"{self.module}._streaming", f"{self.module}._base_client"
+        own = [(streaming, f"{c}.{m}") for m in ("__stream__", "close") for c in ("Stream", "AsyncStream")]
+        own += [(base, "SyncAPIClient.request"), (base, "AsyncAPIClient.request")]
+        return (*own, *((module, attr) for module, attr, _ in self.helper_closes))
+
     def instrument(self, telemetry: Telemetry) -> bool:
         try:
             __import__(f"{self.module}._streaming")

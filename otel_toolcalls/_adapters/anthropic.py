@@ -19,12 +19,10 @@ from typing import Any
 from .._replay import anthropic_ids
 from .._telemetry import Telemetry
 from ._anthropic_messages import process_event
+from ._patches import Requires
 from ._stainless import Route, StainlessSDK
 
 _log = logging.getLogger(__name__)
-
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "anthropic"
 
 
 def _is_messages(path: str) -> bool:
@@ -71,6 +69,9 @@ SDK = StainlessSDK(
     provider_of=_provider_of,
     watch_streams=False,
 )
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="anthropic", targets=SDK.targets, provider=SDK.provider)
 
 
 def instrument(telemetry: Telemetry) -> bool:

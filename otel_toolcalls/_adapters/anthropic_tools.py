@@ -26,15 +26,14 @@ from .. import _names as n
 from .._linking import IncompleteToolCallError, annotate_execution, execute_tool
 from .._registry import call_key
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "anthropic"
-
 _MODULE = "anthropic.lib.tools._beta_runner"
 _TARGET = "BaseToolRunner._tool_use_span"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="anthropic", targets=((_MODULE, _TARGET),))
 _patches = Patches()
 
 

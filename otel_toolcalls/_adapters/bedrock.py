@@ -31,13 +31,10 @@ from .._core import RequestInfo, StreamState
 from .._stream import bind, close_seen, foreign_inference_span, install_exit_hook, watch, wrap_sync
 from .._telemetry import Telemetry
 from ._bedrock_converse import process_event
-from ._patches import Patches
+from ._patches import Patches, Requires
 from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
-
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "botocore"
 
 PROVIDER = "aws.bedrock"
 OPERATION = "ConverseStream"
@@ -46,6 +43,10 @@ _PATCHES = (
     ("botocore.client", "BaseClient", "_make_api_call"),
     ("botocore.eventstream", "EventStream", "__init__"),
     ("botocore.eventstream", "EventStream", "close"),
+)
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="botocore", targets=tuple((m, f"{o}.{a}") for m, o, a in _PATCHES), provider=PROVIDER
 )
 
 

@@ -35,18 +35,26 @@ from .._stream import (
     wrap_sync,
 )
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 from ._returned import hand_back
 from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "cohere"
-
 PROVIDER = "cohere"
 _MODULE = "cohere.v2.client"
 _RAW = "cohere.v2.raw_client"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="cohere",
+    targets=(
+        (_RAW, "RawV2Client.chat_stream"),
+        (_RAW, "AsyncRawV2Client.chat_stream"),
+        (_MODULE, "V2Client.chat_stream"),
+        (_MODULE, "AsyncV2Client.chat_stream"),
+    ),
+    provider=PROVIDER,
+)
 _patches = Patches()
 
 

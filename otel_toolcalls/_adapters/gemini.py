@@ -28,17 +28,33 @@ from .._telemetry import Telemetry
 from . import _gemini_afc as afc
 from ._gemini_chunks import process_chunk
 from ._gemini_streams import async_session, hand_back_stream, sync_session
-from ._patches import Patches
+from ._patches import Patches, Requires
 from ._shared import server_of
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "google.genai"
-
 GEMINI = "gcp.gemini"
 VERTEX_AI = "gcp.vertex_ai"
 OPERATION = "generate_content"
+
+_MODELS, _CHATS, _EXTRA = "google.genai.models", "google.genai.chats", "google.genai._extra_utils"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="google-genai",
+    targets=(
+        (_MODELS, "Models._generate_content_stream"),
+        (_MODELS, "AsyncModels._generate_content_stream"),
+        (_MODELS, "Models.generate_content_stream"),
+        (_MODELS, "AsyncModels.generate_content_stream"),
+        (_CHATS, "Chat.send_message_stream"),
+        (_CHATS, "AsyncChat.send_message_stream"),
+        (_EXTRA, "get_function_response_parts"),
+        (_EXTRA, "get_function_response_parts_async"),
+        (_EXTRA, "invoke_function_from_dict_args"),
+        (_EXTRA, "invoke_function_from_dict_args_async"),
+    ),
+    provider=GEMINI,
+)
 
 _patches = Patches()
 _telemetry: Telemetry | None = None

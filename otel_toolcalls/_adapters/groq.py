@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
+from ._patches import Requires
 from ._stainless import Route, StainlessSDK
-
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "groq"
 
 SDK = StainlessSDK(
     module="groq",
@@ -19,6 +17,9 @@ SDK = StainlessSDK(
         ("groq._response", "AsyncAPIResponse.close", "http_response"),
     ],
 )
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="groq", targets=SDK.targets, provider=SDK.provider)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -18,14 +18,13 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import run_async, run_sync
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "langchain_core"
-
 _MODULE = "langchain_core.tools.base"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun")))
 _patches = Patches()
 
 

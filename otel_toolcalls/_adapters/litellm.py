@@ -24,16 +24,22 @@ from .._core import RequestInfo, StreamState
 from .._stream import bound, foreign_inference_span, install_exit_hook, watch, wrap_async, wrap_sync
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
-from ._patches import Patches
+from ._patches import Patches, Requires
 from ._shared import server_of
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "litellm"
-
 _MODULE = "litellm.litellm_core_utils.streaming_handler"
 _ATTRIBUTE = "_otel_toolcalls_stream"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+# No one provider: each stream's is the one LiteLLM routed to (PROVIDERS).
+REQUIRES = Requires(
+    sdk="litellm",
+    targets=tuple(
+        (_MODULE, f"CustomStreamWrapper.{method}")
+        for method in ("__init__", "__next__", "__anext__", "close", "aclose")
+    ),
+)
 _patches = Patches()
 
 # LiteLLM's provider names -> the GenAI conventions' well-known values; others pass as LiteLLM

@@ -20,15 +20,14 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import current_tool_call_id, execution_in_progress, run_async
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "mcp"
-
 _MODULE = "mcp.client.session"
 _ATTR = "ClientSession.call_tool"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="mcp", targets=((_MODULE, _ATTR),))
 _patches = Patches()
 
 

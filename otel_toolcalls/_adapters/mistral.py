@@ -30,17 +30,25 @@ from .._stream import (
 )
 from .._telemetry import Telemetry
 from ._chat_completions import _call_id
-from ._patches import Patches
+from ._patches import Patches, Requires
 from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "mistralai"
-
 PROVIDER = "mistral_ai"
 _CHAT = "mistralai.client.chat"
 _EVENTS = "mistralai.client.utils.eventstreaming"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="mistralai",
+    targets=(
+        (_CHAT, "Chat.stream"),
+        (_CHAT, "Chat.stream_async"),
+        (_EVENTS, "EventStream.close"),
+        (_EVENTS, "EventStreamAsync.close"),
+    ),
+    provider=PROVIDER,
+)
 _patches = Patches()
 
 

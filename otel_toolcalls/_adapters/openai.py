@@ -13,11 +13,9 @@ from .. import _names as n
 from .._replay import openai_chat_ids, openai_responses_ids
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk as chat_chunk
+from ._patches import Requires
 from ._responses import process_event as responses_event
 from ._stainless import Route, StainlessSDK
-
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "openai"
 
 # POST /responses (create); GET /responses/{id}?stream=true (``retrieve(stream=True)``, resuming a
 # stored or background response): the conventions' ``fetch_response``, no inference of its own.
@@ -59,6 +57,9 @@ SDK = StainlessSDK(
         ("openai.lib.streaming.responses._responses", "AsyncResponseStream.close", "_response"),
     ],
 )
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="openai", targets=SDK.targets, provider=SDK.provider)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -19,15 +19,14 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import run_async
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "agents"
-
 _FUNCTION = "_invoke_function_tool_with_metadata"
 _MODULES = ("agents.run_internal.tool_execution", "agents.tool")
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="openai-agents", targets=tuple((module, _FUNCTION) for module in _MODULES))
 _patches = Patches()
 
 

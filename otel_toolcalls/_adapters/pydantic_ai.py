@@ -16,15 +16,14 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import run_async
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "pydantic_ai"
-
 _MODULE = "pydantic_ai.tool_manager"
 _ATTR = "ToolManager._raw_execute"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="pydantic-ai-slim", targets=((_MODULE, _ATTR),))
 _patches = Patches()
 
 

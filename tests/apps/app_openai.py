@@ -1,0 +1,22 @@
+from dataclasses import replace
+
+from openai import OpenAI
+
+from otel_toolcalls.testing import FakeProvider
+from otel_toolcalls.testing.openai_chat import WEATHER as _WEATHER
+from otel_toolcalls.testing.openai_chat import request, tool_call_script
+
+WEATHER = replace(_WEATHER, id="call_openai")  # its own id: the SDK-first runs share a process
+
+
+def main() -> None:
+    with FakeProvider() as fake:
+        fake.enqueue(tool_call_script([WEATHER]))
+        client = OpenAI(base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+        for _ in client.chat.completions.create(**request()):
+            pass
+    print("APP OK", WEATHER.id, flush=True)
+
+
+if __name__ == "__main__":
+    main()

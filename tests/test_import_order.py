@@ -1,0 +1,267 @@
+"""Import order: every adapter sees its SDK however and whenever the application imports it.
+
+The matrix runs each app of ``tests/apps`` (one SDK or framework, imported as its docs do, one tool
+call streamed from the fake provider) as users run it: ``opentelemetry-instrument python app.py``
+(instrument() first, the SDK imported by the app) and through ``_before.py`` (the SDK first). The
+runs are subprocesses started together, a few at a time; each test reads its own.
+
+The other tests drive ``_imports`` in process with small packages written to ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_toolcalls import _imports
+from otel_toolcalls._adapters import adapter_names
+
+APPS = Path(__file__).resolve().parent / "apps"
+VENV_BIN = Path(sys.executable).parent
+VARIANTS = ("sdk_after_instrument", "sdk_before_instrument")
+# adapter -> (the span it is responsible for: the tool-call span or the tool's execution span, the
+# call id its app streams).
+ADAPTERS = {
+    "openai": ("call", "call_openai"),
+    "groq": ("call", "call_groq"),
+    "anthropic": ("call", "toolu_weather_01"),
+    "bedrock": ("call", "tooluse_weather_1"),
+    "gemini": ("call", "fc_weather_1"),
+    "mistral": ("call", "call_mistral"),
+    "cohere": ("call", "call_cohere"),
+    "litellm": ("call", "call_litellm"),
+    "anthropic_tools": ("execution", "toolu_runner_01"),
+    "langchain": ("execution", "call_langchain"),
+    "pydantic_ai": ("execution", "call_pydantic_ai"),
+    "openai_agents": ("execution", "call_openai_agents"),
+    "mcp": ("execution", "call_mcp"),
+}
+# The SDK-first variant runs every app in one process (tests/apps/_before.py).
+ALL = "all"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        OTEL_SERVICE_NAME="import-order",
+        OTEL_TRACES_EXPORTER="console",
+        OTEL_METRICS_EXPORTER="none",
+        OTEL_LOGS_EXPORTER="none",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    return env
+
+
+def _command(adapter: str, variant: str) -> list[str]:
+    if variant == "sdk_after_instrument":
+        app = str(APPS / f"app_{adapter}.py")
+        return [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, app]
+    return [sys.executable, str(APPS / "_before.py"), *(str(APPS / f"app_{a}.py") for a in sorted(ADAPTERS))]
+
+
+def _run(adapter: str, variant: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        _command(adapter, variant),
+        env=_env(),
+        cwd=APPS,
+        capture_output=True,
+        text=True,
+        timeout=600,  # a hang guard, not a performance bound
+    )
+
+
+def _key(adapter: str, variant: str) -> tuple[str, str]:
+    return (adapter if variant == "sdk_after_instrument" else ALL, variant)
+
+
+@pytest.fixture(scope="module")
+def runs(request: pytest.FixtureRequest) -> Any:
+    """Starts every selected run at once (the one SDK-first process first: it is the longest); the
+    pool keeps the cores busy."""
+    wanted = set()
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module is sys.modules[__name__] and "adapter" in params:
+            wanted.add(_key(params["adapter"], params["variant"]))
+    started = time.perf_counter()
+    pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
+    futures: dict[tuple[str, str], Future[subprocess.CompletedProcess[str]]] = {
+        key: pool.submit(_run, *key) for key in sorted(wanted, key=lambda key: key[0] != ALL)
+    }
+    yield futures
+    pool.shutdown(wait=True)
+    print(f"\nimport-order matrix: {len(futures)} processes in {time.perf_counter() - started:.1f} s")
+
+
+def _spans(stdout: str) -> list[dict[str, Any]]:
+    """The ConsoleSpanExporter prints one JSON object per span."""
+    decoder, spans, i = json.JSONDecoder(), [], 0
+    while (start := stdout.find("{", i)) != -1:
+        try:
+            obj, i = decoder.raw_decode(stdout, start)
+        except json.JSONDecodeError:
+            i = start + 1
+            continue
+        if isinstance(obj, dict) and "name" in obj and "attributes" in obj:
+            spans.append(obj)
+    return spans
+
+
+def test_every_adapter_has_an_app() -> None:
+    assert sorted(ADAPTERS) == adapter_names()
+    assert sorted(p.stem.removeprefix("app_") for p in APPS.glob("app_*.py")) == adapter_names()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
+    kind, call_id = ADAPTERS[adapter]
+    result = runs[_key(adapter, variant)].result()
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert f"APP OK {call_id}" in result.stdout.splitlines(), result.stderr[-4000:]
+    # A healthy SDK is instrumented without a word.
+    assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
+    spans = _spans(result.stdout)
+    calls = [
+        s
+        for s in spans
+        if s["name"].startswith("tool_call ") and s["attributes"].get("gen_ai.tool.call.id") == call_id
+    ]
+    assert len(calls) == 1, [s["name"] for s in spans]
+    call = calls[0]["attributes"]
+    assert call["toolcall.outcome"] == "completed"
+    requires = importlib.import_module(f"otel_toolcalls._adapters.{adapter}").REQUIRES
+    if kind == "call" and requires.provider is not None:
+        assert call["gen_ai.provider.name"] == requires.provider
+    if kind == "execution":
+        executions = [
+            s
+            for s in spans
+            if s["attributes"].get("gen_ai.operation.name") == "execute_tool"
+            and s["attributes"].get("gen_ai.tool.call.id") == call_id
+            and "toolcall.outcome" in s["attributes"]
+        ]
+        assert len(executions) == 1, [s["name"] for s in spans]
+        execution = executions[0]
+        assert execution["attributes"]["toolcall.outcome"] == "completed"
+        (link,) = execution["links"]
+        assert link["context"]["span_id"] == calls[0]["context"]["span_id"]
+
+
+# -- _imports in process ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def packages(tmp_path: Path) -> Any:
+    """Writes packages under tmp_path (importable), and forgets their modules afterwards."""
+    sys.path.insert(0, str(tmp_path))
+    before = set(sys.modules)
+
+    def write(files: dict[str, str]) -> None:
+        for name, text in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        importlib.invalidate_caches()
+
+    yield write
+    sys.path.remove(str(tmp_path))
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+# A namespace package (no nsdk/__init__.py) whose client package imports the patched module first
+# and defines more after it, as mistralai 3.x does.
+NAMESPACE_SDK = {
+    "nsdk/client/__init__.py": "from .chat import Chat\nLAST = 'client finished'\n",
+    "nsdk/client/chat.py": "class Chat:\n    def stream(self):\n        return 'chunks'\n",
+}
+
+
+def test_a_namespace_package_fires_once_its_import_has_finished(packages: Any) -> None:
+    packages(NAMESPACE_SDK)
+    seen: list[Any] = []
+    _imports.when_imported(
+        ["nsdk.client.chat"], lambda: seen.append(getattr(sys.modules["nsdk.client"], "LAST", None))
+    )
+    assert seen == []
+    from nsdk.client import Chat  # type: ignore[import-not-found]
+
+    # Once, and only after nsdk/client/__init__.py ran to its end (not when chat.py finished).
+    assert seen == ["client finished"]
+    assert Chat().stream() == "chunks"
+    importlib.import_module("nsdk.client.chat")
+    assert seen == ["client finished"]
+
+
+def test_a_module_imported_by_a_sibling_fires_once_the_sibling_has_finished(packages: Any) -> None:
+    # As boto3 -> botocore.session -> botocore.client: the adapter imports more of the package
+    # when it applies, which must not find botocore.session half-run.
+    packages({
+        "fam/__init__.py": "",
+        "fam/session.py": "import fam.client\nREADY = True\n",
+        "fam/client.py": "class BaseClient:\n    pass\n",
+    })
+    seen: list[Any] = []
+    _imports.when_imported(
+        ["fam.client"], lambda: seen.append(getattr(sys.modules["fam.session"], "READY", None))
+    )
+    importlib.import_module("fam.session")
+    assert seen == [True]
+
+
+def test_the_module_looks_as_without_the_package(packages: Any) -> None:
+    packages(NAMESPACE_SDK)
+    _imports.when_imported(["nsdk.client.chat"], lambda: None)
+    # Asked before the import, the loader answers as the real one does.
+    spec = importlib.util.find_spec("nsdk.client")
+    assert isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+    assert spec.loader.is_package("nsdk.client") is True
+    import nsdk.client.chat  # type: ignore[import-not-found]
+
+    for module in (sys.modules["nsdk.client"], nsdk.client.chat):
+        assert type(module.__loader__).__name__ == "SourceFileLoader"
+        assert module.__spec__.loader is module.__loader__
+    assert sys.modules["nsdk"].__spec__.submodule_search_locations is not None
+
+
+def test_an_imported_module_fires_at_once_and_a_cancelled_wait_never(packages: Any) -> None:
+    packages(NAMESPACE_SDK)
+    importlib.import_module("nsdk.client")
+    seen: list[str] = []
+    _imports.when_imported(["nsdk.client.chat"], lambda: seen.append("now"))
+    assert seen == ["now"]
+    packages({"other/__init__.py": "", "other/mod.py": "X = 1\n"})
+    wait = _imports.when_imported(["other.mod"], lambda: seen.append("never"))
+    wait.cancel()
+    importlib.import_module("other.mod")
+    assert seen == ["now"]
+
+
+def test_a_failed_import_fires_nothing_and_a_later_one_does(packages: Any) -> None:
+    failing = "import os\nif os.environ.get('FLAKY_FAIL'):\n    raise RuntimeError('boom')\n"
+    packages({"flaky/__init__.py": "", "flaky/mod.py": failing})
+    seen: list[str] = []
+    _imports.when_imported(["flaky.mod"], lambda: seen.append("imported"))
+    os.environ["FLAKY_FAIL"] = "1"
+    try:
+        with pytest.raises(RuntimeError):
+            importlib.import_module("flaky.mod")
+    finally:
+        del os.environ["FLAKY_FAIL"]
+    assert seen == []
+    assert not any(name.startswith("flaky") for name in _imports._running)
+    importlib.import_module("flaky.mod")
+    assert seen == ["imported"]
