@@ -1,0 +1,55 @@
+"""The pytest plugin (entry point ``pytest11``: ``otel_toolcalls``): fixtures ``toolcalls`` and
+``fake_llm``, and the ``toolcalls`` marker for instrumentor settings.
+
+    @pytest.mark.toolcalls(strict=True)          # optional: instrument() keywords for this test
+    def test_loop(toolcalls, fake_llm): ...
+
+The plugin is loaded in every pytest session of an environment that has the package installed,
+so it imports nothing at load time: the SDK, the instrumentor and the fake are imported when a
+test asks for a fixture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .recorder import ToolCalls
+    from .scenario import FakeLLM
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "toolcalls(**settings): instrument() keywords for the toolcalls fixture (e.g. strict=True)"
+    )
+
+
+@pytest.fixture
+def toolcalls(request: pytest.FixtureRequest) -> Iterator[ToolCalls]:
+    """The instrumentor on in-memory exporters for this test, off again after it."""
+    from .recorder import ToolCalls
+
+    marker = request.node.get_closest_marker("toolcalls")
+    settings: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    recorder = ToolCalls(**settings)
+    try:
+        yield recorder
+    finally:
+        recorder.close()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    """The fake provider for this test: ``fake_llm.openai`` / ``.responses`` / ``.anthropic`` each
+    have ``reply(...)``, ``base_url``, ``client``, ``async_client`` and ``sent``."""
+    from .scenario import FakeLLM
+
+    llm = FakeLLM()
+    llm.start()
+    try:
+        yield llm
+    finally:
+        llm.stop()
