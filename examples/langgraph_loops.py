@@ -1,22 +1,21 @@
 """LangGraph agents to test with the plugin: the stock ReAct agent, and one that checks the turn.
 
 The stock agent (the graph ``create_react_agent`` builds, over ``ChatOpenAI(streaming=True)``)
-runs whatever tool calls the aggregated message holds: when the model hits its token limit mid-arguments, LangChain
-repairs the partial JSON and ``ToolNode`` executes the truncated call. The careful graph's model
-node accepts a message only when its ``finish_reason`` says the turn is complete, and asks again
-otherwise, so the broken message never enters the graph's state.
+runs whatever tool calls the aggregated message holds: when the model hits its token limit
+mid-arguments, LangChain repairs the partial JSON and ``ToolNode`` executes the truncated call.
+The careful graph's model node accepts a message only when its ``finish_reason`` says the turn is
+complete, and asks again otherwise, so the broken message never enters the graph's state.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
-import openai
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from loops import STREAM_ERRORS
 
 
 @tool
@@ -42,7 +41,7 @@ def agent(base_url: str, *, careful: bool, attempts: int = 3) -> Any:
         for _ in range(attempts):
             try:
                 message = llm.invoke(state["messages"])
-            except (openai.APIError, httpx.TransportError):
+            except STREAM_ERRORS:
                 continue  # the stream broke: nothing of it enters the state
             if message.response_metadata.get("finish_reason") in ("tool_calls", "stop"):
                 return {"messages": [message]}

@@ -10,12 +10,12 @@ both under the plugin; ``examples/test_loops.py`` is what a user's own test file
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
 import anthropic
-import httpx
 import openai
 
 from otel_toolcalls import execute_tool
@@ -33,7 +33,21 @@ OPENAI_TOOLS = [
     }
 ]
 CLAUDE_TOOLS = [{"name": "get_weather", "input_schema": {"type": "object", "properties": {}}}]
-STREAM_ERRORS = (openai.APIError, anthropic.APIError, httpx.TransportError)
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    # Recent SDK releases moved from httpx to its successor httpx2; a dropped body raises the
+    # transport error of whichever one the SDK uses.
+    found = []
+    for name in ("httpx", "httpx2"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except ImportError:
+            continue
+    return tuple(found)
+
+
+STREAM_ERRORS = (openai.APIError, anthropic.APIError, *_transport_errors())
 
 
 @dataclass

@@ -94,7 +94,7 @@ class Stall(Fault):
     """A pause of ``seconds`` after ``after`` fragments of the call, then the rest: a loop with a
     read timeout shorter than that sees the stream fail mid-arguments."""
 
-    seconds: float = 0.2
+    seconds: float = 0.1
     kind = "stall"
 
 
@@ -126,7 +126,7 @@ def pace(seconds: float = 0.005) -> Fault:
     return Pace(seconds=seconds)
 
 
-def stall(seconds: float = 0.2, *, after: int = 2, call: int = 0) -> Fault:
+def stall(seconds: float = 0.1, *, after: int = 2, call: int = 0) -> Fault:
     return Stall(call=call, after=after, seconds=seconds)
 
 
