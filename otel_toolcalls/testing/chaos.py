@@ -154,9 +154,9 @@ def fragment(data: Any) -> str | None:
     """The argument fragment this event carries (one call's only), else None."""
     if not isinstance(data, dict):
         return None
-    choices = data.get("choices") or ()
+    choices: list[Any] = data.get("choices") or []
     if len(choices) == 1:
-        calls = (choices[0].get("delta") or {}).get("tool_calls") or ()
+        calls: list[Any] = (choices[0].get("delta") or {}).get("tool_calls") or []
         if len(calls) == 1:
             value = (calls[0].get("function") or {}).get("arguments")
             return value if isinstance(value, str) else None
@@ -422,7 +422,8 @@ def make_app(chaos: Chaos) -> Any:
         yield
         await chaos.session.close()
         print(
-            f"chaos summary: {json.dumps({k: v for k, v in chaos.stats.as_json().items() if k != 'injected'})}",
+            "chaos summary:",
+            json.dumps({k: v for k, v in chaos.stats.as_json().items() if k != "injected"}),
             file=sys.stderr,
             flush=True,
         )
