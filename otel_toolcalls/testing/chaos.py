@@ -448,5 +448,12 @@ def main(argv: Sequence[str]) -> int:
         file=sys.stderr,
         flush=True,
     )
-    web.run_app(make_app(chaos), host=host or "127.0.0.1", port=int(port), print=None, access_log=None)
+    web.run_app(
+        make_app(chaos),
+        host=host or "127.0.0.1",
+        port=int(port),
+        print=None,
+        access_log=None,
+        shutdown_timeout=1.0,
+    )
     return 0
