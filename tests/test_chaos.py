@@ -133,6 +133,10 @@ def test_injected_faults_are_the_aborted_calls_one_for_one(toolcalls: Any, fake:
         call for call, fault in injected.items() if fault != "refragment"
     }
     by_reason = Counter(seen[1] for seen in observed.values() if seen[0] == "aborted")
+    print("\n| fault injected | count | observed (outcome, reason) | count |\n|---|---|---|---|")
+    for fault, (outcome, reason) in expected.items():
+        seen_count = sum(1 for seen in observed.values() if seen == (outcome, reason))
+        print(f"| {fault} | {stats['faults'].get(fault, 0)} | {outcome}, {reason} | {seen_count} |")
     assert by_reason == {
         "stream_error": stats["faults"]["cut_mid_arguments"],
         "truncated": stats["faults"]["truncate"],
