@@ -8,6 +8,7 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -33,9 +34,9 @@ class Proxy:
             self.port = probe.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "otel_toolcalls", "chaos", "--listen", f"127.0.0.1:{self.port}"]
-        self.process = subprocess.Popen(
-            [*command, "--upstream", upstream, *flags], stderr=subprocess.PIPE, text=True
-        )
+        # A file, not a pipe: a pipe nobody reads fills up and blocks the proxy's logging.
+        self.log_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the proxy
+        self.process = subprocess.Popen([*command, "--upstream", upstream, *flags], stderr=self.log_file)
         deadline = time.monotonic() + 30
         while True:  # ready when it answers; a bound so a broken proxy fails the test, not hangs it
             try:
@@ -54,20 +55,44 @@ class Proxy:
         status = Path(f"/proc/{self.process.pid}/status").read_text()
         return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
 
+    def log(self) -> str:
+        self.log_file.seek(0)
+        return self.log_file.read()
+
     def stop(self) -> str:
         self.process.terminate()
         try:
-            _, err = self.process.communicate(timeout=10)
+            self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            _, err = self.process.communicate()
-        return err
+            self.process.wait()
+        log = self.log()
+        self.log_file.close()
+        return log
+
+
+FAULTS = ("--cut-mid-arguments", "0.4", "--truncate", "0.3", "--refragment", "--seed", "7")
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[FakeProvider]:
     with FakeProvider() as fake:
         yield fake
+
+
+@pytest.fixture(scope="module")
+def plain(upstream: FakeProvider) -> Iterator[Proxy]:
+    """Every rate 0: what a stream must look like when nothing is injected."""
+    proxy = Proxy(upstream.base_url)
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def faulty(upstream: FakeProvider) -> Iterator[Proxy]:
+    proxy = Proxy(upstream.base_url, *FAULTS)
+    yield proxy
+    proxy.stop()
 
 
 @pytest.fixture
@@ -104,20 +129,24 @@ def _one_of_each(fake: FakeProvider, client: Any, claude: Any, i: int) -> None:
     _drain(lambda: [None for _ in client.responses.create(model="m", input="x", stream=True)])
 
 
-def test_injected_faults_are_the_aborted_calls_one_for_one(toolcalls: Any, fake: FakeProvider) -> None:
-    flags = ("--cut-mid-arguments", "0.4", "--truncate", "0.3", "--refragment", "--seed", "7")
+def test_injected_faults_are_the_aborted_calls_one_for_one(
+    toolcalls: Any, fake: FakeProvider, faulty: Proxy
+) -> None:
     import anthropic
     import openai
 
-    proxy = Proxy(fake.base_url, *flags)
-    client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="sk-test-secret", max_retries=0)
-    claude = anthropic.Anthropic(base_url=proxy.url, api_key="sk-test-secret", max_retries=0)
-    try:
-        for i in range(8):
-            _one_of_each(fake, client, claude, i)
-        stats = proxy.stats()
-    finally:
-        log = proxy.stop()
+    client = openai.OpenAI(base_url=f"{faulty.url}/v1", api_key="sk-test-secret", max_retries=0)
+    claude = anthropic.Anthropic(base_url=faulty.url, api_key="sk-test-secret", max_retries=0)
+    before = faulty.stats()
+    for i in range(8):
+        _one_of_each(fake, client, claude, i)
+    after = faulty.stats()
+    stats = {
+        "injected": after["injected"][len(before["injected"]) :],
+        "tool_call_streams": after["tool_call_streams"] - before["tool_call_streams"],
+    }
+    stats["faults"] = dict(Counter(e["fault"] for e in stats["injected"]))
+    log = faulty.log()
     expected = {
         "cut_mid_arguments": ("aborted", "stream_error"),
         "truncate": ("aborted", "truncated"),
@@ -144,8 +173,10 @@ def test_injected_faults_are_the_aborted_calls_one_for_one(toolcalls: Any, fake:
     assert min(by_reason.values()) > 0 and stats["faults"].get("refragment", 0) > 0
     refragmented = [c for c in toolcalls.calls if injected.get(c.id or "") == "refragment"]
     assert all(c.deltas > len(wire_chat.WEATHER.pieces()) for c in refragmented)  # smaller fragments
-    lines = [line for line in log.splitlines() if line.startswith("chaos request=")]
-    assert len(lines) == sum(stats["faults"].values())
+    lines = {line for line in log.splitlines() if line.startswith("chaos request=")}
+    assert {
+        f"chaos request={e['request']} call={e['call_id']} fault={e['fault']}" for e in stats["injected"]
+    } <= lines
     assert "sk-test-secret" not in log
 
 
@@ -154,47 +185,47 @@ def _raw_body(url: str, path: str, **request: Any) -> tuple[bytes, int]:
         return b"".join(response.iter_raw()), response.status_code
 
 
-def test_rate_zero_passes_bytes_and_requests_unchanged(fake: FakeProvider) -> None:
+def test_rate_zero_passes_bytes_and_requests_unchanged(fake: FakeProvider, plain: Proxy) -> None:
     script = wire_chat.tool_call_script([wire_chat.WEATHER])
     body = json.dumps({"model": "m", "stream": True, "note": "Zürich"}).encode()
     headers = {"Authorization": "Bearer sk-test-secret", "X-Custom": "1", "Content-Type": "application/json"}
     fake.enqueue(script, script)
     direct = _raw_body(fake.base_url, "/v1/chat/completions?api-version=1", content=body, headers=headers)
-    proxy = Proxy(fake.base_url)
-    try:
-        proxied = _raw_body(proxy.url, "/v1/chat/completions?api-version=1", content=body, headers=headers)
-    finally:
-        proxy.stop()
+    proxied = _raw_body(plain.url, "/v1/chat/completions?api-version=1", content=body, headers=headers)
     assert proxied == direct and direct[0] == b"".join(script.writes)
     first, second = fake.requests
     assert (second.method, second.path, second.body) == (first.method, first.path, first.body)
-    assert {
-        k: second.headers[k] for k in ("authorization", "x-custom", "content-type", "content-length")
-    } == {k: first.headers[k] for k in ("authorization", "x-custom", "content-type", "content-length")}
+    names = ("authorization", "x-custom", "content-type", "content-length")
+    assert {k: second.headers[k] for k in names} == {k: first.headers[k] for k in names}
+    assert "sk-test-secret" not in plain.log()
 
 
-def test_non_streamed_responses_pass_unchanged_with_faults_on(fake: FakeProvider) -> None:
+def test_non_streamed_responses_pass_unchanged_with_faults_on(fake: FakeProvider, faulty: Proxy) -> None:
     payload = json.dumps({"id": "chatcmpl-1", "choices": [{"message": {"tool_calls": [{"id": "call_1"}]}}]})
     fake.enqueue(Script([payload.encode()], content_type="application/json"))
-    proxy = Proxy(fake.base_url, "--cut-mid-arguments", "1.0")
-    try:
-        assert _raw_body(proxy.url, "/v1/chat/completions", content=b"{}") == (payload.encode(), 200)
-        stats = proxy.stats()
-    finally:
-        proxy.stop()
-    assert stats["faults"] == {} and stats["streamed"] == 0
+    before = faulty.stats()
+    assert _raw_body(faulty.url, "/v1/chat/completions", content=b"{}") == (payload.encode(), 200)
+    after = faulty.stats()
+    assert after["injected"] == before["injected"] and after["streamed"] == before["streamed"]
 
 
-@pytest.mark.parametrize("flags", [(), ("--refragment", "--truncate", "0.5")], ids=["rate-0", "faults-on"])
+def _text_stream(count: int, text: str) -> list[bytes]:
+    """A streamed answer without tool calls: parsed event by event when faults are on, no draw made."""
+    event = wire_chat.sse(wire_chat.chunk(wire_chat.Event(content=text)))
+    return [event] * count + [
+        wire_chat.sse(wire_chat.chunk(wire_chat.Event(finish_reason="stop"))),
+        wire_chat.sse("[DONE]"),
+    ]
+
+
+@pytest.mark.parametrize("which", ["plain", "faulty"])
 def test_no_buffering_the_first_event_arrives_while_the_upstream_waits(
-    fake: FakeProvider, flags: Any
+    fake: FakeProvider, which: str, request: pytest.FixtureRequest
 ) -> None:
+    proxy: Proxy = request.getfixturevalue(which)
     gate = threading.Event()
-    events = wire_chat.events_for([wire_chat.WEATHER])
-    writes = [b"".join(wire_chat.script_for(events[:1], done=False).writes)]
-    writes += wire_chat.script_for(events[1:]).writes
+    writes = _text_stream(5, "Zürich")
     fake.enqueue(timed_script(writes, {1: gate}))  # the upstream sends one event, then waits
-    proxy = Proxy(fake.base_url, *flags)
     try:
         with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", content=b"{}", timeout=20) as response:
             received = bytearray()
@@ -207,31 +238,55 @@ def test_no_buffering_the_first_event_arrives_while_the_upstream_waits(
                 received += chunk
     finally:
         gate.set()
-        proxy.stop()
-    assert b"[DONE]" in received
+    assert bytes(received) == b"".join(writes)
 
 
 def _big_stream(size: int) -> Script:
-    piece = "Zürich " * 150  # ~1 KiB of text per event, as a long answer streams
-    event = wire_chat.chunk(wire_chat.Event(content=piece))
-    one = wire_chat.sse(event)
-    return Script([one] * (size // len(one)) + [wire_chat.sse("[DONE]")])
+    one = _text_stream(1, "Zürich " * 150)[0]  # ~1 KiB of text per event, as a long answer streams
+    return Script(_text_stream(size // len(one), "Zürich " * 150))
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the proxy's peak RSS from /proc")
-@pytest.mark.parametrize("flags", [(), ("--refragment", "--truncate", "0.5")], ids=["rate-0", "faults-on"])
-def test_a_10_mb_body_goes_through_in_bounded_memory(fake: FakeProvider, flags: Any) -> None:
-    proxy = Proxy(fake.base_url, *flags)
-    try:
-        fake.enqueue(_big_stream(256 * 1024))  # warm-up: imports, buffers, the first connection
-        assert _raw_body(proxy.url, "/v1/chat/completions", content=b"{}")[1] == 200
-        before = proxy.peak_rss_kib()
-        big = _big_stream(10 * 1024 * 1024)
-        fake.enqueue(big)
-        body, status = _raw_body(proxy.url, "/v1/chat/completions", content=b"{}")
-        growth = proxy.peak_rss_kib() - before
-    finally:
-        proxy.stop()
-    assert status == 200 and len(body) == sum(map(len, big.writes)) > 10_000_000
+@pytest.mark.parametrize("which", ["plain", "faulty"])
+def test_a_10_mb_body_goes_through_in_bounded_memory(
+    fake: FakeProvider, which: str, request: pytest.FixtureRequest
+) -> None:
+    proxy: Proxy = request.getfixturevalue(which)
+    fake.enqueue(_big_stream(256 * 1024))  # warm-up: buffers, the first connection
+    assert _raw_body(proxy.url, "/v1/chat/completions", content=b"{}")[1] == 200
+    before = proxy.peak_rss_kib()
+    big = _big_stream(10 * 1024 * 1024)
+    fake.enqueue(big)
+    body, status = _raw_body(proxy.url, "/v1/chat/completions", content=b"{}")
+    growth = proxy.peak_rss_kib() - before
+    assert status == 200 and body == b"".join(big.writes) and len(body) > 10_000_000
     print(f"peak RSS growth for a {len(body) / 1e6:.1f} MB body: {growth} KiB")
     assert growth < 3 * 1024, f"the proxy's peak RSS grew by {growth} KiB for a 10 MB body"
+
+
+def test_buffer_holds_every_stream_and_the_package_sees_it_buffered(
+    toolcalls: Any, fake: FakeProvider
+) -> None:
+    import openai
+
+    proxy = Proxy(fake.base_url, "--buffer", "1.0", "--buffer-hold", "0.3")
+    client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="x", max_retries=0)
+    try:
+        for i in range(2):
+            fake.enqueue(
+                wire_chat.tool_call_script(
+                    [wire_chat.ToolCall("get_weather", wire_chat.WEATHER.arguments, id=f"call_b{i}")]
+                )
+            )
+            fake.enqueue(wire_chat.raw_script([wire_chat.chunk(wire_chat.Event(content="x"))] * 10))
+            for _ in client.chat.completions.create(model="m", messages=[], stream=True):
+                pass
+            for _ in client.chat.completions.create(model="m", messages=[], stream=True):
+                pass
+        stats = proxy.stats()
+    finally:
+        proxy.stop()
+    assert stats["faults"] == {"buffer": 4}
+    assert [e["call_id"] for e in stats["injected"]] == ["call_b0", "-", "call_b1", "-"]
+    buffered = [s for s in toolcalls.inference_spans if s.attributes.get("toolcall.stream.buffered")]
+    assert len(buffered) == 4 and all(c.outcome == "completed" for c in toolcalls.calls)
