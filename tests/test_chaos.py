@@ -290,3 +290,39 @@ def test_buffer_holds_every_stream_and_the_package_sees_it_buffered(
     assert [e["call_id"] for e in stats["injected"]] == ["call_b0", "-", "call_b1", "-"]
     buffered = [s for s in toolcalls.inference_spans if s.attributes.get("toolcall.stream.buffered")]
     assert len(buffered) == 4 and all(c.outcome == "completed" for c in toolcalls.calls)
+
+
+def test_an_upstream_cut_reaches_the_client_as_a_cut(
+    toolcalls: Any, fake: FakeProvider, plain: Proxy
+) -> None:
+    import openai
+
+    client = openai.OpenAI(base_url=f"{plain.url}/v1", api_key="x", max_retries=0)
+    fake.enqueue(wire_chat.tool_call_script([wire_chat.WEATHER], cut_after=4))
+    with pytest.raises(openai.APIConnectionError):
+        for _ in client.chat.completions.create(model="m", messages=[], stream=True):
+            pass
+    assert (toolcalls.outcome(wire_chat.WEATHER.id or ""), toolcalls.reason(wire_chat.WEATHER.id or "")) == (
+        "aborted",
+        "stream_error",
+    )
+
+
+def test_a_client_leaving_early_and_an_unreachable_upstream(fake: FakeProvider, plain: Proxy) -> None:
+    gate = threading.Event()
+    fake.enqueue(timed_script(_text_stream(5, "x"), {1: gate}))
+    with httpx.stream("POST", f"{plain.url}/v1/chat/completions", content=b"{}", timeout=20) as response:
+        next(response.iter_raw())  # one event, then the client leaves while the upstream waits
+    gate.set()
+    fake.enqueue(Script([b"{}"], content_type="application/json"))
+    assert _raw_body(plain.url, "/v1/chat/completions", content=b"{}") == (b"{}", 200)  # still serving
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    nowhere = Proxy(f"http://127.0.0.1:{closed_port}")
+    try:
+        body, status = _raw_body(nowhere.url, "/v1/chat/completions", content=b"{}")
+    finally:
+        log = nowhere.stop()
+    assert status == 502 and json.loads(body)["error"]["type"] == "chaos_upstream_error"
+    assert "Traceback" not in plain.log() + log

@@ -327,12 +327,29 @@ class Chaos:
         return bool(self.rates.buffer) and self.random.random() < self.rates.buffer
 
     async def handle(self, request: Any) -> Any:
-        from aiohttp import web
+        from aiohttp import ClientError, web
 
         if request.path == STATS_PATH:
             return web.json_response(self.stats.as_json())
         self.stats.requests += 1
         request_id = f"r{next(self._ids)}"
+        response = web.StreamResponse()
+        try:
+            return await self.forward(request, request_id, response)
+        except ConnectionResetError:
+            _log.debug("chaos request=%s: the client went away", request_id)
+        except (ClientError, asyncio.TimeoutError, OSError) as error:
+            if not response.prepared:
+                _log.warning("chaos request=%s: upstream unreachable (%s)", request_id, type(error).__name__)
+                message = {"type": "chaos_upstream_error", "message": type(error).__name__}
+                return web.json_response({"error": message}, status=502)
+            # The upstream broke mid-body: the client sees the same break, not a clean end.
+            _log.info("chaos request=%s: upstream body broke (%s)", request_id, type(error).__name__)
+        if request.transport is not None:
+            request.transport.close()
+        return response
+
+    async def forward(self, request: Any, request_id: str, response: Any) -> Any:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         async with self.session.request(
             request.method,
@@ -341,7 +358,7 @@ class Chaos:
             data=request.content if request.body_exists else None,
             allow_redirects=False,
         ) as upstream:
-            response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+            response.set_status(upstream.status, upstream.reason)
             for name, value in upstream.headers.items():
                 if name.lower() not in HOP_BY_HOP:
                     response.headers.add(name, value)
