@@ -26,6 +26,9 @@ def _drain(api: str, client: Any) -> None:
         elif api == "responses":
             for _ in client.responses.create(model="m", input="x", stream=True):
                 pass
+        elif api == "bedrock":
+            for _ in client.converse_stream(modelId="m", messages=[])["stream"]:
+                pass
         else:
             with client.messages.stream(model="m", max_tokens=10, messages=[]) as stream:
                 for _ in stream:
@@ -35,7 +38,7 @@ def _drain(api: str, client: Any) -> None:
 
 
 @each_fault
-@pytest.mark.parametrize("api", ["responses"])  # OpenAI chat and Anthropic: the careful loops below
+@pytest.mark.parametrize("api", ["responses", "bedrock"])  # OpenAI chat, Anthropic: the loops below
 def test_each_fault_reaches_the_real_sdk_as_its_outcome(
     toolcalls: Any, fake_llm: Any, fault: Any, api: str
 ) -> None:
@@ -50,6 +53,23 @@ def test_each_fault_reaches_the_real_sdk_as_its_outcome(
     if fault.kind == "buffer":
         (inference,) = toolcalls.inference_spans
         assert inference.attributes["toolcall.stream.buffered"] is True
+
+
+async def test_async_clients_and_a_fault_on_the_second_parallel_call(toolcalls: Any, fake_llm: Any) -> None:
+    reply = fake_llm.openai.reply(
+        tool_calls=[call("get_weather", {"city": "Bern"}), call("get_time", {"zone": "Europe/Zürich"})],
+        fault=cut_mid_arguments(after=1, call=1),
+    )
+    client = fake_llm.openai.async_client
+    with pytest.raises(Exception, match=r"incomplete chunked read|Connection error"):
+        async for _ in await client.chat.completions.create(model="m", messages=[], stream=True):
+            pass
+    await client.close()
+    # OpenAI chat has no per-call completion event: a cut during the second call aborts both.
+    assert [(toolcalls.outcome(i), toolcalls.reason(i)) for i in reply.call_ids] == [
+        ("aborted", "stream_error")
+    ] * 2
+    assert toolcalls.call(reply.call_ids[1]).deltas == 1
 
 
 def test_fragments_are_awkward_by_default(toolcalls: Any, fake_llm: Any) -> None:

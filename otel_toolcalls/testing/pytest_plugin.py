@@ -43,8 +43,9 @@ def toolcalls(request: pytest.FixtureRequest) -> Iterator[ToolCalls]:
 
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
-    """The fake provider for this test: ``fake_llm.openai`` / ``.responses`` / ``.anthropic`` each
-    have ``reply(...)``, ``base_url``, ``client``, ``async_client`` and ``sent``."""
+    """The fake provider for this test: ``fake_llm.openai`` / ``.responses`` / ``.anthropic`` /
+    ``.bedrock`` each have ``reply(...)``, ``base_url``, ``client``, ``async_client`` (not for
+    Bedrock: botocore has none) and ``sent``."""
     from .scenario import FakeLLM
 
     llm = FakeLLM()

@@ -25,6 +25,8 @@ from typing import Any
 
 from .. import _replay
 from . import anthropic as wire_anthropic
+from . import bedrock as wire_bedrock
+from . import eventstream as wire_eventstream
 from . import openai_chat as wire_chat
 from . import openai_responses as wire_responses
 from ._fragments import split_mid_character, sse
@@ -83,6 +85,7 @@ class Layout:
     fragments: list[list[int]]
     tails: dict[str, list[Any]] = field(default_factory=dict)
     terminator: bytes = b""
+    content_type: str = "text/event-stream"
 
 
 def _cut_point(layout: Layout, fault: Fault) -> int:
@@ -116,20 +119,24 @@ def _whole(layout: Layout) -> list[bytes]:
 
 def render(layout: Layout, fault: Fault | None) -> Script:
     """The script that writes a laid-out reply with a fault (or none)."""
+    kind = layout.content_type
     if fault is None or isinstance(fault, (Buffer, Pace)):
         writes = _whole(layout)
         if isinstance(fault, Buffer):
-            return Script(writes, first_byte_delay=fault.wait, burst=True)
-        return Script(writes, pace=fault.seconds if isinstance(fault, Pace) else 0.0)
+            return Script(writes, first_byte_delay=fault.wait, burst=True, content_type=kind)
+        return Script(writes, pace=fault.seconds if isinstance(fault, Pace) else 0.0, content_type=kind)
     point = _cut_point(layout, fault)
     if isinstance(fault, Stall):
         _, starts = _writes(layout.events, layout.encode)
-        return timed_script(_whole(layout), {starts[point]: fault.seconds} if point < len(starts) else {})
+        waits: dict[int, float | threading.Event] = (
+            {starts[point]: fault.seconds} if point < len(starts) else {}
+        )
+        return timed_script(_whole(layout), waits, content_type=kind)
     if fault.kind in ("cut_mid_arguments", "cut_after_call"):
         writes, _ = _writes(layout.events[:point], layout.encode)
-        return Script(writes, end="cut")
+        return Script(writes, end="cut", content_type=kind)
     writes, _ = _writes([*layout.events[:point], *layout.tails[fault.kind]], layout.encode)
-    return Script(writes)
+    return Script(writes, content_type=kind)
 
 
 def _positions(events: Sequence[Any], is_fragment: Callable[[Any, int], bool], count: int) -> list[list[int]]:
@@ -225,6 +232,39 @@ def anthropic_layout(calls: Sequence[Call], text: str | None) -> Layout:
     return layout
 
 
+def bedrock_layout(calls: Sequence[Call], text: str | None) -> Layout:
+    """ConverseStream's AWS event-stream frames, laid out as ``bedrock.frames_for`` does, with each
+    frame's role kept so a fault can find the call's fragments."""
+    events: list[tuple[str, int, bytes]] = [("start", -1, wire_bedrock.message_start())]
+    first = 1 if text else 0
+    if text:
+        events += [("text", 0, wire_bedrock.text_delta(0, text)), ("stop", 0, wire_bedrock.block_stop(0))]
+    for k, c in enumerate(calls):
+        use = wire_bedrock.ToolUse(
+            c.name, c.arguments, c.id or "tooluse_1", fragments=list(c.fragments or ()) or None
+        )
+        events.append(("block", k + first, wire_bedrock.block_start(k + first, use)))
+        events += [("fragment", k + first, wire_bedrock.tool_delta(k + first, p)) for p in use.pieces()]
+        events.append(("stop", k + first, wire_bedrock.block_stop(k + first)))
+    reason = "tool_use" if calls else "end_turn"
+    events += [("end", -1, wire_bedrock.message_stop(reason)), ("end", -1, wire_bedrock.metadata())]
+
+    def end(stop_reason: str) -> list[Any]:
+        return [("end", -1, wire_bedrock.message_stop(stop_reason)), ("end", -1, wire_bedrock.metadata())]
+
+    return Layout(
+        events,
+        lambda e: e[2],
+        _positions(events, lambda e, k: e[0] == "fragment" and e[1] == k + first, len(calls)),
+        {
+            "truncate": end("max_tokens"),
+            "filter": end("content_filtered"),
+            "error_event": [("error", -1, wire_bedrock.exception_frame())],
+        },
+        content_type=wire_eventstream.CONTENT_TYPE,
+    )
+
+
 @dataclass(frozen=True)
 class Reply:
     """What was queued: the call ids (generated where the test gave none) and the fault."""
@@ -275,9 +315,12 @@ class API:
 
     @property
     def base_url(self) -> str:
-        return self._llm.base_url + ("" if self.name == "anthropic" else "/v1")
+        return self._llm.base_url + ("/v1" if self.name in ("openai", "responses") else "")
 
     def make_client(self, *, asynchronous: bool = False, **options: Any) -> Any:
+        """The real SDK's client for this API, pointed at the fake, with no retries."""
+        if self.name == "bedrock":
+            return _bedrock_client(self._llm.base_url, **options)
         options = {"base_url": self.base_url, "api_key": "test-key", "max_retries": 0, **options}
         if self.name == "anthropic":
             import anthropic
@@ -302,17 +345,19 @@ _LAYOUTS: dict[str, Callable[[Sequence[Call], str | None], Layout]] = {
     "openai": chat_layout,
     "responses": responses_layout,
     "anthropic": anthropic_layout,
+    "bedrock": bedrock_layout,
 }
 _HISTORY = {
     "/chat/completions": _replay.openai_chat_ids,
     "/responses": _replay.openai_responses_ids,
     "/messages": _replay.anthropic_ids,
+    "/converse-stream": _replay.bedrock_ids,
 }
 
 
 class FakeLLM(FakeProvider):
     """The fake provider with one reply queue per API: ``openai`` (chat completions),
-    ``responses`` (OpenAI Responses), ``anthropic`` (Messages)."""
+    ``responses`` (OpenAI Responses), ``anthropic`` (Messages), ``bedrock`` (ConverseStream)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -320,7 +365,8 @@ class FakeLLM(FakeProvider):
         self.openai = API(self, name="openai", path="/chat/completions", id_prefix="call_")
         self.responses = API(self, name="responses", path="/responses", id_prefix="call_")
         self.anthropic = API(self, name="anthropic", path="/messages", id_prefix="toolu_")
-        self._apis = (self.openai, self.responses, self.anthropic)
+        self.bedrock = API(self, name="bedrock", path="/converse-stream", id_prefix="tooluse_")
+        self._apis = (self.openai, self.responses, self.anthropic, self.bedrock)
 
     def next_id(self, prefix: str) -> str:
         return f"{prefix}fake{next(self._ids):03d}"
@@ -348,6 +394,21 @@ class FakeLLM(FakeProvider):
     def pending(self) -> dict[str, int]:
         """Replies queued and not yet asked for, per API."""
         return {api.name: len(api._queue) for api in self._apis if api._queue}
+
+
+def _bedrock_client(endpoint: str, **options: Any) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    settings = {
+        "endpoint_url": endpoint,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "test",
+        "aws_secret_access_key": "test",
+        "config": Config(retries={"total_max_attempts": 1}),
+        **options,
+    }
+    return boto3.client("bedrock-runtime", **settings)
 
 
 def _sent(request: Request) -> Sent:
