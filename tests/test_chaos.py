@@ -326,3 +326,53 @@ def test_a_client_leaving_early_and_an_unreachable_upstream(fake: FakeProvider, 
         log = nowhere.stop()
     assert status == 502 and json.loads(body)["error"]["type"] == "chaos_upstream_error"
     assert "Traceback" not in plain.log() + log
+
+
+def _feed(flags: Any, writes: list[bytes], *, crlf: bool = False) -> tuple[bytes, Any]:
+    """The injector alone, in process: the upstream's writes in, what the client gets out."""
+    from otel_toolcalls.testing.chaos import Chaos, Injector, Rates
+
+    chaos = Chaos(upstream="http://upstream.invalid", rates=Rates(**flags), seed=1)
+    injector = Injector(chaos, "r1")
+    data = b"".join(writes)
+    if crlf:
+        data = data.replace(b"\n", b"\r\n")
+    out = [piece for i in range(0, len(data), 7) for piece in injector.feed(data[i : i + 7])]  # 7-byte reads
+    return b"".join(out + injector.finish()), (injector.ended, chaos.stats)
+
+
+def _events(body: bytes) -> list[Any]:
+    from otel_toolcalls.testing.chaos import parse_event
+
+    return [parse_event(raw + b"\n\n").data for raw in body.replace(b"\r\n", b"\n").split(b"\n\n") if raw]
+
+
+@pytest.mark.parametrize("crlf", [False, True], ids=["lf", "crlf"])
+def test_the_injector_in_each_wire_format(crlf: bool) -> None:
+    from otel_toolcalls.testing.chaos import fragment, pieces_of
+
+    args = wire_chat.WEATHER.arguments
+    streams = {
+        "chat": wire_chat.tool_call_script([wire_chat.ToolCall("f", args, fragments=[args])]).writes,
+        "responses": wire_responses.tool_call_script(
+            [wire_responses.ToolCall("f", args, fragments=[args])]
+        ).writes,
+        "anthropic": wire_anthropic.tool_use_script(
+            [wire_anthropic.ToolUse("f", args, fragments=[args])]
+        ).writes,
+    }
+    for name, writes in streams.items():
+        body, (ended, stats) = _feed({"refragment": True}, writes, crlf=crlf)
+        pieces = [f for f in map(fragment, _events(body)) if f]
+        assert "".join(pieces) == args and len(pieces) > 5, name  # one fragment became many
+        assert ended is None and stats.faults == {"refragment": 1}
+        head = pieces_of(args)[0]  # cut inside the first fragment, at its first awkward point
+        body, (ended, stats) = _feed({"truncate": 1.0}, writes, crlf=crlf)
+        events = _events(body)
+        assert ended == "end" and "".join(f for f in map(fragment, events) if f) == head, name
+        assert any(
+            stop in json.dumps(events[-3:]) for stop in ('"length"', "max_tokens", "max_output_tokens")
+        )
+        body, (ended, _) = _feed({"cut_mid_arguments": 1.0}, writes, crlf=crlf)
+        assert ended == "cut" and [f for f in map(fragment, _events(body)) if f] == [head], name
+        assert _feed({}, writes, crlf=crlf)[0] == b"".join(writes).replace(b"\n", b"\r\n" if crlf else b"\n")

@@ -8,8 +8,9 @@ back as it arrives. In streamed responses (``text/event-stream``) of OpenAI Chat
 OpenAI Responses and Anthropic Messages, faults are injected at tool-call boundaries, each with its
 own rate, drawn once per response that carries a tool call (``buffer``: once per streamed response):
 
-- ``cut_mid_arguments``: half of the first call's first argument fragment, then the connection drops;
-- ``truncate``: half of that fragment, then the provider's own length stop, and the body ends;
+- ``cut_mid_arguments``: the first call's first argument fragment up to its first awkward point
+  (inside a string, before a colon, mid-number), then the connection drops;
+- ``truncate``: the same part of that fragment, then the provider's own length stop; the body ends;
 - ``buffer``: nothing until the upstream body ended (and at least ``--buffer-hold`` seconds), then all of it;
 - ``refragment``: every argument fragment re-split at awkward places, one event each.
 
@@ -109,6 +110,12 @@ class Event:
     def encode(self, data: Any) -> bytes:
         head = f"event: {self.name}\n" if self.name else ""
         return f"{head}data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def event_end(buffer: bytearray) -> int:
+    """Where the first complete SSE event ends (after its blank line, LF or CRLF), or -1."""
+    ends = [i + len(sep) for sep in (b"\n\n", b"\r\n\r\n") if (i := buffer.find(sep)) >= 0]
+    return min(ends) if ends else -1
 
 
 def parse_event(raw: bytes) -> Event:
@@ -244,11 +251,11 @@ class Injector:
         self.buffer += chunk
         out: list[bytes] = []
         while not self.ended:
-            end = self.buffer.find(b"\n\n")
+            end = event_end(self.buffer)
             if end < 0:
                 break
-            raw = bytes(self.buffer[: end + 2])
-            del self.buffer[: end + 2]
+            raw = bytes(self.buffer[:end])
+            del self.buffer[:end]
             out += self.event(parse_event(raw))
             if self.raw:
                 out.append(bytes(self.buffer))
@@ -359,19 +366,25 @@ class Chaos:
             allow_redirects=False,
         ) as upstream:
             response.set_status(upstream.status, upstream.reason)
+            # A body the proxy may rewrite cannot keep the upstream's length.
+            dropped = HOP_BY_HOP | ({"content-length"} if self.may_rewrite(upstream) else set())
             for name, value in upstream.headers.items():
-                if name.lower() not in HOP_BY_HOP:
+                if name.lower() not in dropped:
                     response.headers.add(name, value)
             await response.prepare(request)
             await self.relay(request, request_id, upstream, response)
             return response
 
-    async def relay(self, request: Any, request_id: str, upstream: Any, response: Any) -> None:
+    def may_rewrite(self, upstream: Any) -> bool:
+        """Faults apply to streamed, uncompressed bodies only."""
         streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
         encoded = upstream.headers.get("Content-Encoding", "identity") not in ("", "identity")
-        if streamed:
+        return streamed and self.rates.active and not encoded
+
+    async def relay(self, request: Any, request_id: str, upstream: Any, response: Any) -> None:
+        if upstream.headers.get("Content-Type", "").startswith("text/event-stream"):
             self.stats.streamed += 1
-        if not (streamed and self.rates.active and not encoded):
+        if not self.may_rewrite(upstream):
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
             await response.write_eof()
