@@ -5,7 +5,7 @@ arrived, repair the partial JSON, execute the tool, persist the partial assistan
 back. The careful loops accept a turn only when the provider said it was complete (OpenAI
 ``finish_reason`` ``tool_calls`` / ``stop``, Anthropic ``stop_reason`` ``tool_use`` / ``end_turn``,
 no exception), roll back otherwise and retry the request. ``tests/test_pytest_plugin.py`` runs
-both under the plugin; ``examples/test_loops.py`` is what a user's own test file looks like.
+both under the plugin; ``examples/test_agent_loops.py`` is what a user's own test file looks like.
 """
 
 from __future__ import annotations
