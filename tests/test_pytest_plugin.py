@@ -222,3 +222,18 @@ def test_unexecuted_completed_call_is_reported_and_the_instrumentor_restored(
         ]
     )
     assert not ToolCallsInstrumentor().is_instrumented_by_opentelemetry
+
+
+@pytest.mark.toolcalls(strict=True)
+def test_the_marker_passes_settings_and_a_strict_refusal_is_not_an_execution(
+    toolcalls: Any, fake_llm: Any
+) -> None:
+    from otel_toolcalls import IncompleteToolCallError, execute_tool
+
+    reply = fake_llm.openai.reply(tool_calls=[call("get_weather", ARGS)], fault=cut_mid_arguments())
+    _drain("openai", fake_llm.openai.client)
+    ran = []
+    with pytest.raises(IncompleteToolCallError), execute_tool(reply.call_ids[0], name="get_weather"):
+        ran.append(True)
+    assert ran == [] and len(toolcalls.executions) == 1  # refused before the body: a span, no execution
+    toolcalls.assert_no_aborted_call_executed()

@@ -414,7 +414,7 @@ def _bedrock_client(endpoint: str, **options: Any) -> Any:
 def _sent(request: Request) -> Sent:
     try:
         body = request.json()
-    except ValueError:
+    except ValueError:  # not JSON (a test's own raw request): recorded with no parsed body
         body = None
     ids_of = next((f for p, f in _HISTORY.items() if p in request.path), None)
     ids = [i for i in ids_of(body) if isinstance(i, str)] if ids_of and isinstance(body, dict) else []
