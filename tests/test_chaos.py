@@ -22,6 +22,7 @@ import pytest
 
 from otel_toolcalls.testing import FakeProvider, Script
 from otel_toolcalls.testing import anthropic as wire_anthropic
+from otel_toolcalls.testing import bedrock as wire_bedrock
 from otel_toolcalls.testing import openai_chat as wire_chat
 from otel_toolcalls.testing import openai_responses as wire_responses
 from otel_toolcalls.testing.scenario import timed_script
@@ -109,7 +110,7 @@ def _drain(run: Any) -> None:
         return
 
 
-def _one_of_each(fake: FakeProvider, client: Any, claude: Any, i: int) -> None:
+def _one_of_each(fake: FakeProvider, client: Any, claude: Any, bedrock: Any, i: int) -> None:
     args = wire_chat.WEATHER.arguments
     fake.enqueue(wire_chat.tool_call_script([wire_chat.ToolCall("get_weather", args, id=f"call_c{i}")]))
     _drain(lambda: [None for _ in client.chat.completions.create(model="m", messages=[], stream=True)])
@@ -127,6 +128,8 @@ def _one_of_each(fake: FakeProvider, client: Any, claude: Any, i: int) -> None:
         wire_responses.tool_call_script([wire_responses.ToolCall("get_weather", args, call_id=f"call_r{i}")])
     )
     _drain(lambda: [None for _ in client.responses.create(model="m", input="x", stream=True)])
+    fake.enqueue(wire_bedrock.tool_use_script([wire_bedrock.ToolUse("get_weather", args, id=f"tooluse_{i}")]))
+    _drain(lambda: [None for _ in bedrock.converse_stream(modelId="m", messages=[])["stream"]])
 
 
 def test_injected_faults_are_the_aborted_calls_one_for_one(
@@ -137,9 +140,12 @@ def test_injected_faults_are_the_aborted_calls_one_for_one(
 
     client = openai.OpenAI(base_url=f"{faulty.url}/v1", api_key="sk-test-secret", max_retries=0)
     claude = anthropic.Anthropic(base_url=faulty.url, api_key="sk-test-secret", max_retries=0)
+    from otel_toolcalls.testing.scenario import _bedrock_client
+
+    bedrock = _bedrock_client(faulty.url, aws_secret_access_key="sk-test-secret")
     before = faulty.stats()
     for i in range(8):
-        _one_of_each(fake, client, claude, i)
+        _one_of_each(fake, client, claude, bedrock, i)
     after = faulty.stats()
     stats = {
         "injected": after["injected"][len(before["injected"]) :],
@@ -154,7 +160,7 @@ def test_injected_faults_are_the_aborted_calls_one_for_one(
     }
     injected = {e["call_id"]: e["fault"] for e in stats["injected"]}
     observed = {c.id: (c.outcome, c.reason) for c in toolcalls.calls}
-    assert len(observed) == 24 and stats["tool_call_streams"] == 24
+    assert len(observed) == 32 and stats["tool_call_streams"] == 32
     assert {call: expected[fault] for call, fault in injected.items()} == {
         call: seen for call, seen in observed.items() if call in injected
     }
@@ -328,12 +334,12 @@ def test_a_client_leaving_early_and_an_unreachable_upstream(fake: FakeProvider, 
     assert "Traceback" not in plain.log() + log
 
 
-def _feed(flags: Any, writes: list[bytes], *, crlf: bool = False) -> tuple[bytes, Any]:
+def _feed(flags: Any, writes: list[bytes], *, crlf: bool = False, framing: str = "sse") -> tuple[bytes, Any]:
     """The injector alone, in process: the upstream's writes in, what the client gets out."""
     from otel_toolcalls.testing.chaos import Chaos, Injector, Rates
 
     chaos = Chaos(upstream="http://upstream.invalid", rates=Rates(**flags), seed=1)
-    injector = Injector(chaos, "r1")
+    injector = Injector(chaos, "r1", framing)
     data = b"".join(writes)
     if crlf:
         data = data.replace(b"\n", b"\r\n")
@@ -376,3 +382,32 @@ def test_the_injector_in_each_wire_format(crlf: bool) -> None:
         body, (ended, _) = _feed({"cut_mid_arguments": 1.0}, writes, crlf=crlf)
         assert ended == "cut" and [f for f in map(fragment, _events(body)) if f] == [head], name
         assert _feed({}, writes, crlf=crlf)[0] == b"".join(writes).replace(b"\n", b"\r\n" if crlf else b"\n")
+
+
+def _frames(body: bytes) -> list[Any]:
+    from otel_toolcalls.testing.chaos import frame_end, parse_frame
+
+    rest, events = bytearray(body), []
+    while (end := frame_end(rest)) > 0:
+        events.append(parse_frame(bytes(rest[:end])).data)
+        del rest[:end]
+    assert not rest  # every byte out is part of a whole, valid-length frame
+    return events
+
+
+def test_the_injector_in_bedrock_event_stream_frames() -> None:
+    from otel_toolcalls.testing.chaos import fragment, pieces_of
+
+    args = wire_bedrock.WEATHER.input
+    writes = wire_bedrock.tool_use_script([wire_bedrock.ToolUse("f", args, fragments=[args])]).writes
+    body, (ended, stats) = _feed({"refragment": True}, writes, framing="eventstream")
+    pieces = [f for f in map(fragment, _frames(body)) if f]
+    assert "".join(pieces) == args and len(pieces) > 5 and stats.faults == {"refragment": 1}
+    head = pieces_of(args)[0]
+    body, (ended, _) = _feed({"truncate": 1.0}, writes, framing="eventstream")
+    events = _frames(body)
+    assert ended == "end" and [f for f in map(fragment, events) if f] == [head]
+    assert events[-1] == {"messageStop": {"stopReason": "max_tokens"}}
+    body, (ended, _) = _feed({"cut_mid_arguments": 1.0}, writes, framing="eventstream")
+    assert ended == "cut" and [f for f in map(fragment, _frames(body)) if f] == [head]
+    assert _feed({}, writes, framing="eventstream")[0] == b"".join(writes)

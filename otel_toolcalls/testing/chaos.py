@@ -4,8 +4,9 @@
         --cut-mid-arguments 0.05 --truncate 0.02 --buffer 0.02 --refragment --seed 7
 
 Every request is forwarded unchanged (method, path, query, headers, body) and the response streamed
-back as it arrives. In streamed responses (``text/event-stream``) of OpenAI Chat Completions,
-OpenAI Responses and Anthropic Messages, faults are injected at tool-call boundaries, each with its
+back as it arrives. In streamed responses of OpenAI Chat Completions, OpenAI Responses and
+Anthropic Messages (``text/event-stream``) and of Bedrock ConverseStream (AWS event-stream
+frames, ``application/vnd.amazon.eventstream``), faults are injected at tool-call boundaries, each with its
 own rate, drawn once per response that carries a tool call (``buffer``: once per streamed response):
 
 - ``cut_mid_arguments``: the first call's first argument fragment up to its first awkward point
@@ -35,12 +36,14 @@ import itertools
 import json
 import logging
 import random
+import struct
 import sys
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import eventstream
 from ._fragments import awkward_split
 
 STATS_PATH = "/__chaos/stats"
@@ -101,15 +104,56 @@ class Stats:
 # SSE events and what they mean at a tool-call boundary.
 
 
+SSE_TYPE = "text/event-stream"
+EVENTSTREAM_TYPE = "application/vnd.amazon.eventstream"
+
+
 @dataclass
 class Event:
     raw: bytes
     name: str | None
-    data: Any  # the parsed JSON, or None
+    data: Any  # the parsed JSON (an AWS event-stream frame's as {event type: payload}), or None
+    framing: str = "sse"  # or "eventstream"
 
     def encode(self, data: Any) -> bytes:
+        if self.framing == "eventstream":
+            ((name, payload),) = data.items()
+            return eventstream.event(name, payload)
         head = f"event: {self.name}\n" if self.name else ""
         return f"{head}data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n".encode()
+
+
+def frame_end(buffer: bytearray) -> int:
+    """Where the first complete AWS event-stream frame ends (its prelude says how long it is), or -1."""
+    if len(buffer) < 4:
+        return -1
+    (total,) = struct.unpack("!I", buffer[:4])
+    return total if len(buffer) >= total else -1
+
+
+def parse_frame(raw: bytes) -> Event:
+    """An event-stream frame: its ``:event-type`` and JSON payload (Bedrock ConverseStream)."""
+    (total, headers_length) = struct.unpack("!II", raw[:8])
+    headers: dict[str, Any] = {}
+    at, end = 12, 12 + headers_length
+    while at < end:
+        name = raw[at + 1 : at + 1 + raw[at]].decode("utf-8", "replace")
+        at += 1 + raw[at]
+        kind = raw[at]
+        at += 1
+        if kind in (6, 7):  # bytes, string: a u16 length
+            (length,) = struct.unpack("!H", raw[at : at + 2])
+            headers[name] = raw[at + 2 : at + 2 + length].decode("utf-8", "replace")
+            at += 2 + length
+        else:  # true, false, byte, short, int, long, timestamp, uuid: fixed sizes
+            at += {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}.get(kind, end)
+    event_type = headers.get(":event-type")
+    try:
+        payload = json.loads(raw[end : total - 4]) if headers.get(":message-type") == "event" else None
+    except ValueError:
+        payload = None
+    data = {event_type: payload} if event_type and isinstance(payload, dict) else None
+    return Event(raw, event_type, data, "eventstream")
 
 
 def event_end(buffer: bytearray) -> int:
@@ -132,6 +176,13 @@ def parse_event(raw: bytes) -> Event:
     return Event(raw, name, data)
 
 
+# framing -> (where the first event of a buffer ends, how one event parses)
+FRAMINGS: dict[str, tuple[Any, Any]] = {
+    "sse": (event_end, parse_event),
+    "eventstream": (frame_end, parse_frame),
+}
+
+
 def tool_start(data: Any) -> str | None:
     """The call id (or "?") when this event starts a tool call, else None."""
     if not isinstance(data, dict):
@@ -147,6 +198,9 @@ def tool_start(data: Any) -> str | None:
         "mcp_call",
     ):
         return str(item.get("call_id") or item.get("id") or "?")
+    bedrock = ((data.get("contentBlockStart") or {}).get("start") or {}).get("toolUse")
+    if isinstance(bedrock, dict):
+        return str(bedrock.get("toolUseId") or "?")
     block = data.get("content_block") or {}
     if data.get("type") == "content_block_start" and block.get("type") in (
         "tool_use",
@@ -170,6 +224,9 @@ def fragment(data: Any) -> str | None:
     kind = str(data.get("type", ""))
     if kind.endswith(("_arguments.delta", "_input.delta")) and isinstance(data.get("delta"), str):
         return str(data["delta"])
+    bedrock = ((data.get("contentBlockDelta") or {}).get("delta") or {}).get("toolUse")
+    if isinstance(bedrock, dict) and isinstance(bedrock.get("input"), str):
+        return str(bedrock["input"])
     delta = data.get("delta") or {}
     if kind == "content_block_delta" and delta.get("type") == "input_json_delta":
         return str(delta.get("partial_json", ""))
@@ -188,6 +245,8 @@ def with_fragment(data: dict[str, Any], piece: str, *, first: bool) -> dict[str,
             tc["function"].pop("name", None)
     elif out.get("type") == "content_block_delta":
         out["delta"]["partial_json"] = piece
+    elif "contentBlockDelta" in out:
+        out["contentBlockDelta"]["delta"]["toolUse"]["input"] = piece
     else:
         out["delta"] = piece
     return out
@@ -203,6 +262,8 @@ def pieces_of(text: str) -> list[str]:
 def length_stop(event: Event, context: dict[str, Any]) -> list[bytes]:
     """The provider's own end for a response that hit its output limit mid-call."""
     data = event.data
+    if "contentBlockDelta" in data:  # Bedrock: the limit ends the message with the block still open
+        return [event.encode({"messageStop": {"stopReason": "max_tokens"}})]
     if data.get("choices"):
         stop = {k: data[k] for k in ("id", "object", "created", "model") if k in data}
         stop["choices"] = [
@@ -233,10 +294,12 @@ def length_stop(event: Event, context: dict[str, Any]) -> list[bytes]:
 
 
 class Injector:
-    """One streamed response: complete SSE events in, the bytes to send out (and whether to cut)."""
+    """One streamed response: complete events (SSE, or AWS event-stream frames) in, the bytes to
+    send out (and whether to cut)."""
 
-    def __init__(self, chaos: Chaos, request_id: str) -> None:
+    def __init__(self, chaos: Chaos, request_id: str, framing: str = "sse") -> None:
         self.chaos, self.request_id = chaos, request_id
+        self.event_end, self.parse = FRAMINGS[framing]
         self.buffer = bytearray()
         self.raw = False  # passing bytes on unparsed: nothing more to do for this response
         self.fault: str | None = None  # the ending fault drawn at the first tool call
@@ -251,12 +314,12 @@ class Injector:
         self.buffer += chunk
         out: list[bytes] = []
         while not self.ended:
-            end = event_end(self.buffer)
+            end = self.event_end(self.buffer)
             if end < 0:
                 break
             raw = bytes(self.buffer[:end])
             del self.buffer[:end]
-            out += self.event(parse_event(raw))
+            out += self.event(self.parse(raw))
             if self.raw:
                 out.append(bytes(self.buffer))
                 self.buffer.clear()
@@ -377,22 +440,23 @@ class Chaos:
 
     def may_rewrite(self, upstream: Any) -> bool:
         """Faults apply to streamed, uncompressed bodies only."""
-        streamed = upstream.headers.get("Content-Type", "").startswith("text/event-stream")
         encoded = upstream.headers.get("Content-Encoding", "identity") not in ("", "identity")
-        return streamed and self.rates.active and not encoded
+        return framing_of(upstream) is not None and self.rates.active and not encoded
 
     async def relay(self, request: Any, request_id: str, upstream: Any, response: Any) -> None:
-        if upstream.headers.get("Content-Type", "").startswith("text/event-stream"):
+        framing = framing_of(upstream)
+        if framing is not None:
             self.stats.streamed += 1
         if not self.may_rewrite(upstream):
             async for chunk in upstream.content.iter_any():
                 await response.write(chunk)
             await response.write_eof()
             return
+        assert framing is not None
         if self.draw_buffer():
-            await self.hold(request_id, upstream, response)
+            await self.hold(request_id, upstream, response, framing)
             return
-        injector = Injector(self, request_id)
+        injector = Injector(self, request_id, framing)
         async for chunk in upstream.content.iter_any():
             for data in injector.feed(chunk):
                 if data:
@@ -406,20 +470,37 @@ class Chaos:
             await response.write(data)
         await response.write_eof()
 
-    async def hold(self, request_id: str, upstream: Any, response: Any) -> None:
+    async def hold(self, request_id: str, upstream: Any, response: Any, framing: str) -> None:
         """Hold the whole body (this fault alone keeps it in memory), then release it at once."""
         started = asyncio.get_running_loop().time()
         held = bytearray()
         async for chunk in upstream.content.iter_any():
             held += chunk
-        starts = (tool_start(parse_event(e).data) for e in bytes(held).split(b"\n\n") if b"tool" in e)
-        call_id = next((c for c in starts if c is not None), "-")
+        call_id = first_call_id(bytes(held), framing) or "-"
         self.stats.record(request_id, call_id, "buffer")
         wait = self.rates.buffer_hold - (asyncio.get_running_loop().time() - started)
         if wait > 0:
             await asyncio.sleep(wait)
         await response.write(bytes(held))
         await response.write_eof()
+
+
+def framing_of(upstream: Any) -> str | None:
+    content_type = upstream.headers.get("Content-Type", "")
+    if content_type.startswith(SSE_TYPE):
+        return "sse"
+    return "eventstream" if content_type.startswith(EVENTSTREAM_TYPE) else None
+
+
+def first_call_id(body: bytes, framing: str) -> str | None:
+    end_of, parse = FRAMINGS[framing]
+    rest = bytearray(body)
+    while (end := end_of(rest)) > 0:
+        started = tool_start(parse(bytes(rest[:end])).data)
+        if started is not None:
+            return started
+        del rest[:end]
+    return None
 
 
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
