@@ -291,8 +291,10 @@ def test_buffer_holds_every_stream_and_the_package_sees_it_buffered(
                 pass
         stats = proxy.stats()
     finally:
-        proxy.stop()
+        log = proxy.stop()
     assert stats["faults"] == {"buffer": 4}
+    summary = next(line for line in log.splitlines() if line.startswith("chaos summary:"))
+    assert json.loads(summary.split(":", 1)[1])["faults"] == {"buffer": 4}  # the summary at exit
     assert [e["call_id"] for e in stats["injected"]] == ["call_b0", "-", "call_b1", "-"]
     buffered = [s for s in toolcalls.inference_spans if s.attributes.get("toolcall.stream.buffered")]
     assert len(buffered) == 4 and all(c.outcome == "completed" for c in toolcalls.calls)

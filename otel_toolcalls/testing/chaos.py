@@ -504,15 +504,32 @@ def first_call_id(body: bytes, framing: str) -> str | None:
 
 
 def _arguments(argv: Sequence[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="otel-toolcalls chaos", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="otel-toolcalls chaos",
+        description="A fault-injecting proxy for staging: forwards every request unchanged, streams the "
+        "response back, and injects faults at tool-call boundaries of streamed responses.",
+        epilog=f"Injected faults: one log line each on stderr, counts at GET {STATS_PATH}.",
+    )
     parser.add_argument("--listen", default="127.0.0.1:8089", help="host:port to listen on")
     parser.add_argument(
         "--upstream", required=True, help="the provider's base URL, e.g. https://api.openai.com"
     )
     for name in ("cut-mid-arguments", "truncate", "buffer"):
-        parser.add_argument(f"--{name}", type=float, default=0.0, metavar="RATE", help="0..1 (default 0)")
+        parser.add_argument(
+            f"--{name}",
+            type=float,
+            default=0.0,
+            metavar="RATE",
+            help="share of streamed responses with a tool call (buffer: of all), 0..1; default 0",
+        )
     parser.add_argument("--refragment", action="store_true", help="re-split argument fragments")
-    parser.add_argument("--buffer-hold", type=float, default=0.3, help="seconds a held body waits at least")
+    parser.add_argument(
+        "--buffer-hold",
+        type=float,
+        default=0.3,
+        metavar="SECONDS",
+        help="a held body is released no sooner than this after the request (default 0.3)",
+    )
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(list(argv))
     if args.cut_mid_arguments + args.truncate > 1:
