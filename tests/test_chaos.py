@@ -4,8 +4,12 @@ unchanged; nothing is buffered; a 10 MB body goes through in bounded memory."""
 
 from __future__ import annotations
 
+import http.server
 import json
+import os
+import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -29,7 +33,7 @@ from otel_toolcalls.testing.scenario import timed_script
 
 
 class Proxy:
-    def __init__(self, upstream: str, *flags: str) -> None:
+    def __init__(self, upstream: str, *flags: str, env: dict[str, str] | None = None) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
@@ -37,7 +41,11 @@ class Proxy:
         command = [sys.executable, "-m", "otel_toolcalls", "chaos", "--listen", f"127.0.0.1:{self.port}"]
         # A file, not a pipe: a pipe nobody reads fills up and blocks the proxy's logging.
         self.log_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - lives as long as the proxy
-        self.process = subprocess.Popen([*command, "--upstream", upstream, *flags], stderr=self.log_file)
+        self.process = subprocess.Popen(
+            [*command, "--upstream", upstream, *flags],
+            stderr=self.log_file,
+            env={**os.environ, **(env or {})},
+        )
         deadline = time.monotonic() + 30
         while True:  # ready when it answers; a bound so a broken proxy fails the test, not hangs it
             try:
@@ -413,3 +421,66 @@ def test_the_injector_in_bedrock_event_stream_frames() -> None:
     body, (ended, _) = _feed({"cut_mid_arguments": 1.0}, writes, framing="eventstream")
     assert ended == "cut" and [f for f in map(fragment, _frames(body)) if f] == [head]
     assert _feed({}, writes, framing="eventstream")[0] == b"".join(writes)
+
+
+class _SSEHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = b"".join(wire_chat.tool_call_script([wire_chat.WEATHER]).writes)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:  # quiet: the test reads the proxy's log, not this one
+        return
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="makes its certificate with the openssl CLI")
+def test_tls_to_the_upstream_is_verified_as_usual(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SSEHandler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    upstream = f"https://127.0.0.1:{server.server_address[1]}"
+    try:
+        untrusted = Proxy(upstream, "--refragment")  # the system's CAs: this certificate is refused
+        try:
+            assert _raw_body(untrusted.url, "/v1/chat/completions", content=b"{}")[1] == 502
+        finally:
+            untrusted.stop()
+        trusted = Proxy(upstream, "--refragment", env={"SSL_CERT_FILE": str(cert)})
+        try:
+            body, status = _raw_body(trusted.url, "/v1/chat/completions", content=b"{}")
+            stats = trusted.stats()
+        finally:
+            trusted.stop()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200 and b"[DONE]" in body and stats["faults"] == {"refragment": 1}
