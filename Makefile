@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck unit wrapt1 bench bench-quick clean promtool
+.PHONY: demo test lint typecheck unit wrapt1 frameworks bench bench-quick clean promtool
 
 # One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
 # unchanged one costs nothing.
@@ -31,7 +31,20 @@ typecheck: $(VENV)/.stamp-test
 unit: $(VENV)/.stamp-test promtool
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test: lint typecheck wrapt1 unit
+test: lint typecheck wrapt1 unit frameworks
+
+# The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get a venv of
+# their own, rebuilt when their requirements change, and only their tests run there.
+FW_VENV := .venv-frameworks
+FW_REQUIREMENTS := tests/frameworks/requirements.txt
+
+$(FW_VENV)/.stamp: $(FW_REQUIREMENTS) pyproject.toml
+	test -x $(FW_VENV)/bin/python || $(PYTHON) -m venv $(FW_VENV)
+	$(FW_VENV)/bin/python -m pip --disable-pip-version-check -q install -r $(FW_REQUIREMENTS)
+	touch $@
+
+frameworks: $(FW_VENV)/.stamp
+	$(FW_VENV)/bin/python -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x,
 # then the venv gets its wrapt 2.x back.
@@ -53,4 +66,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_VENV) .pytest_cache .mypy_cache .ruff_cache
