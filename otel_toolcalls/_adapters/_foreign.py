@@ -13,11 +13,14 @@ import logging
 from opentelemetry.trace import Span
 
 from .._linking import IncompleteToolCallError, annotate_execution
+from .._telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
 
 
-def annotate_or_refuse(span: Span, call_id: str | None) -> IncompleteToolCallError | None:
+def annotate_or_refuse(
+    telemetry: Telemetry, span: Span, call_id: str | None
+) -> IncompleteToolCallError | None:
     """Adds ``toolcall.outcome`` and (for a completed call) the link to the framework's span; in
     strict mode, for an aborted call, marks it refused (status ERROR) and returns the error for the
     adapter to report through the framework's own tool-error path (raising there would end the
@@ -25,7 +28,7 @@ def annotate_or_refuse(span: Span, call_id: str | None) -> IncompleteToolCallErr
     if not span.is_recording():
         return None
     try:
-        annotate_execution(span, call_id)
+        annotate_execution(span, call_id, telemetry=telemetry)
     except IncompleteToolCallError as refused:
         return refused
     return None

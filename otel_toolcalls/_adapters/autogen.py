@@ -13,6 +13,7 @@ reports any tool that raised; the run goes on.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,8 +37,8 @@ _patches = Patches()
 
 
 @contextmanager
-def _own_span(call_id: str | None, name: Any) -> Iterator[None]:
-    execution = Execution(call_id, name if isinstance(name, str) else None)
+def _own_span(telemetry: Telemetry, call_id: str | None, name: Any) -> Iterator[None]:
+    execution = Execution(call_id, name if isinstance(name, str) else None, telemetry)
     execution.enter()  # a strict refusal raises here, inside AutoGen's span
     try:
         yield
@@ -48,27 +49,28 @@ def _own_span(call_id: str | None, name: Any) -> Iterator[None]:
 
 
 @contextmanager
-def _inside(autogen_span: Any, call_id: str | None, name: Any) -> Iterator[Span]:
+def _inside(telemetry: Telemetry, autogen_span: Any, call_id: str | None, name: Any) -> Iterator[Span]:
     with autogen_span as span:
         if span.is_recording():
-            refused = annotate_or_refuse(span, call_id)
+            refused = annotate_or_refuse(telemetry, span, call_id)
             if refused is not None:
                 raise refused
             yield span
             return
-        with _own_span(call_id, name):
+        with _own_span(telemetry, call_id, name):
             yield span
 
 
-def _trace_tool_span(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _trace_tool_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     call_id = kwargs.get("tool_call_id")
     if not call_id or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
-    return _inside(wrapped(*args, **kwargs), call_id, kwargs.get("tool_name", args[0] if args else None))
+    name = kwargs.get("tool_name", args[0] if args else None)
+    return _inside(telemetry, wrapped(*args, **kwargs), call_id, name)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, "trace_tool_span", _trace_tool_span)
+    return _patches.wrap(_MODULE, "trace_tool_span", functools.partial(_trace_tool_span, telemetry))
 
 
 def uninstrument() -> None:

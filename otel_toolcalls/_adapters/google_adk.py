@@ -14,6 +14,7 @@ callback answers it.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -21,7 +22,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
-from .._execution import run_async
+from .._execution import Execution
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
 from ._patches import Patches
@@ -49,14 +50,27 @@ def _adk_span() -> Span | None:
     return span if span.is_recording() else None
 
 
-async def _annotated(span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: Any) -> Any:
-    refused = annotate_or_refuse(span, call_id)
+async def _annotated(
+    telemetry: Telemetry, span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: Any
+) -> Any:
+    refused = annotate_or_refuse(telemetry, span, call_id)
     if refused is not None:
         raise refused
     return await wrapped(*args, **kwargs)
 
 
-def _call_tool_async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+async def _own_span(execution: Execution, wrapped: Any, args: Any, kwargs: Any) -> Any:
+    execution.enter()
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        execution.exit(exc)
+        raise
+    execution.exit(None)
+    return result
+
+
+def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # _call_tool_async(tool, args=..., tool_context=...)
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
@@ -65,12 +79,12 @@ def _call_tool_async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any
     call_id = getattr(tool_context, "function_call_id", None)
     span = _adk_span()
     if span is not None:
-        return _annotated(span, call_id, wrapped, args, kwargs)
-    return run_async(call_id, getattr(tool, "name", None), wrapped, *args, **kwargs)
+        return _annotated(telemetry, span, call_id, wrapped, args, kwargs)
+    return _own_span(Execution(call_id, getattr(tool, "name", None), telemetry), wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, "_call_tool_async", _call_tool_async)
+    return _patches.wrap(_MODULE, "_call_tool_async", functools.partial(_call_tool_async, telemetry))
 
 
 def uninstrument() -> None:

@@ -14,6 +14,7 @@ annotate. ``ReActAgent`` makes its ids up (the model writes text, not calls): it
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -55,18 +56,18 @@ async def _run_step(execution: Execution, wrapped: Any, args: Any, kwargs: Any) 
     return result
 
 
-def _call_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # call_tool(self, ctx, ev): the bound method gets (ctx, ev).
     event = kwargs.get("ev", args[1] if len(args) > 1 else None)
     if event is None or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
-    execution = Execution(getattr(event, "tool_id", None), getattr(event, "tool_name", None))
+    execution = Execution(getattr(event, "tool_id", None), getattr(event, "tool_name", None), telemetry)
     return _run_step(execution, wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
     for module, attr in _TARGETS:
-        _patches.wrap(module, attr, _call_tool)
+        _patches.wrap(module, attr, functools.partial(_call_tool, telemetry))
     return bool(_patches)
 
 

@@ -17,6 +17,7 @@ package: their ids are made up, not a model's call.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -68,8 +69,10 @@ def _refusal(call_id: Any, refused: IncompleteToolCallError) -> Any:
     return ToolResultEvent(result, exception=refused)
 
 
-async def _annotated(span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: Any) -> AsyncIterator[Any]:
-    refused = annotate_or_refuse(span, call_id)
+async def _annotated(
+    telemetry: Telemetry, span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: Any
+) -> AsyncIterator[Any]:
+    refused = annotate_or_refuse(telemetry, span, call_id)
     if refused is not None:
         yield _refusal(call_id, refused)
         return
@@ -77,8 +80,10 @@ async def _annotated(span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: 
         yield event
 
 
-async def _own_span(call_id: Any, name: Any, wrapped: Any, args: Any, kwargs: Any) -> AsyncIterator[Any]:
-    execution = Execution(call_id, name)
+async def _own_span(
+    telemetry: Telemetry, call_id: Any, name: Any, wrapped: Any, args: Any, kwargs: Any
+) -> AsyncIterator[Any]:
+    execution = Execution(call_id, name, telemetry)
     try:
         execution.enter()
     except IncompleteToolCallError as refused:
@@ -100,7 +105,7 @@ def _result_error(event: Any) -> BaseException | None:
     return exception if isinstance(exception, BaseException) else None
 
 
-def _run_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _run_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     opened = _OPENED.get()
     tool_use = _tool_use(kwargs.get("ctx", args[0] if args else None))
     call_id = tool_use.get("toolUseId")
@@ -109,13 +114,13 @@ def _run_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     _OPENED.set(None)
     span = opened[1]
     if span.is_recording() and trace.get_current_span() is span:
-        return _annotated(span, call_id, wrapped, args, kwargs)
-    return _own_span(call_id, tool_use.get("name"), wrapped, args, kwargs)
+        return _annotated(telemetry, span, call_id, wrapped, args, kwargs)
+    return _own_span(telemetry, call_id, tool_use.get("name"), wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
     _patches.wrap(_MODULE, "_start_tool_telemetry", _start_tool_telemetry)
-    if _patches and not _patches.wrap(_MODULE, "_run_tool", _run_tool):
+    if _patches and not _patches.wrap(_MODULE, "_run_tool", functools.partial(_run_tool, telemetry)):
         _patches.unwrap_all()
     return bool(_patches)
 
