@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck unit wrapt1 bench bench-quick clean promtool
+.PHONY: demo test lint typecheck unit wrapt1 frameworks bench bench-quick clean promtool
 
 # One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
 # unchanged one costs nothing.
@@ -31,7 +31,28 @@ typecheck: $(VENV)/.stamp-test
 unit: $(VENV)/.stamp-test promtool
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test: lint typecheck wrapt1 unit
+test: lint typecheck wrapt1 unit frameworks
+
+# The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
+# their own, rebuilt when their requirements change, and only their tests run there. CrewAI (with
+# its vector stores and its own opentelemetry and pydantic pins) gets one apart from the rest.
+FW_VENV := .venv-frameworks
+CREWAI_VENV := .venv-crewai
+FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks
+
+$(FW_VENV)/.stamp: tests/frameworks/requirements.txt pyproject.toml
+	test -x $(FW_VENV)/bin/python || $(PYTHON) -m venv $(FW_VENV)
+	$(FW_VENV)/bin/python -m pip --disable-pip-version-check -q install -r $<
+	touch $@
+
+$(CREWAI_VENV)/.stamp: tests/frameworks/requirements-crewai.txt pyproject.toml
+	test -x $(CREWAI_VENV)/bin/python || $(PYTHON) -m venv $(CREWAI_VENV)
+	$(CREWAI_VENV)/bin/python -m pip --disable-pip-version-check -q install -r $<
+	touch $@
+
+frameworks: $(FW_VENV)/.stamp $(CREWAI_VENV)/.stamp
+	$(FW_VENV)/bin/python $(FW_PYTEST)
+	$(CREWAI_VENV)/bin/python $(FW_PYTEST)
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x,
 # then the venv gets its wrapt 2.x back.
@@ -53,4 +74,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_VENV) $(CREWAI_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -17,6 +17,7 @@ from opentelemetry.trace import Span
 from . import _names as n
 from ._linking import IncompleteToolCallError, annotate_execution, execute_tool
 from ._registry import call_key
+from ._telemetry import Telemetry
 
 _log = logging.getLogger(__name__)
 
@@ -72,11 +73,12 @@ class Execution:
     framework's that an outer adapter handled), nothing more is added.
     """
 
-    __slots__ = ("_call_id", "_name", "_scope", "_token")
+    __slots__ = ("_call_id", "_name", "_scope", "_telemetry", "_token")
 
-    def __init__(self, call_id: str | None, name: str | None) -> None:
+    def __init__(self, call_id: str | None, name: str | None, telemetry: Telemetry | None = None) -> None:
         self._call_id = call_id or None
         self._name = name
+        self._telemetry = telemetry
         self._scope: execute_tool | None = None
         self._token: contextvars.Token[str | None] | None = None
 
@@ -86,9 +88,9 @@ class Execution:
             span = execution_in_progress()
             if span is not None and self._same_call(span):
                 if n.TOOLCALL_OUTCOME not in (getattr(span, "attributes", None) or {}):
-                    annotate_execution(span, self._call_id)
+                    annotate_execution(span, self._call_id, telemetry=self._telemetry)
                 return
-            scope = execute_tool(self._call_id, name=self._name)
+            scope = execute_tool(self._call_id, name=self._name, telemetry=self._telemetry)
             scope.__enter__()
             self._scope = scope
         except IncompleteToolCallError:

@@ -70,11 +70,13 @@ def _link_to(record: CallRecord | None) -> Link | None:
     return Link(record.span_context, {n.GEN_AI_ATTRIBUTION_LINK_TYPE: n.LINK_TYPE_CAUSED_BY_GENERATION})
 
 
-def annotate_execution(span: Span, call_id: str | None, *, strict: bool | None = None) -> None:
+def annotate_execution(
+    span: Span, call_id: str | None, *, strict: bool | None = None, telemetry: Telemetry | None = None
+) -> None:
     """For an execution span someone else made (a framework's): add ``toolcall.outcome`` and, for a
     completed call, the link; in strict mode raise ``IncompleteToolCallError`` for an aborted call.
     The span is never ended here."""
-    telemetry = current()
+    telemetry = telemetry if telemetry is not None else current()
     record = _lookup(telemetry, call_id)
     try:
         span.set_attribute(n.TOOLCALL_OUTCOME, record.outcome if record else n.UNKNOWN)
@@ -111,6 +113,7 @@ class execute_tool:
         strict: bool | None = None,
         tool_type: str | None = None,
         call_id_arg: str = DEFAULT_CALL_ID_ARG,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.call_id = call_id
         self.name = name
@@ -120,13 +123,14 @@ class execute_tool:
         self._span: Span | None = None
         self._token: Any = None
         self._start = 0.0
+        self._given = telemetry  # the instrumentor's, from a framework adapter; else the active one
         self._telemetry: Telemetry | None = None
         self._outcome = n.UNKNOWN
 
     # -- context manager -------------------------------------------------------------------------
 
     def __enter__(self) -> Span:
-        telemetry = self._telemetry = current()
+        telemetry = self._telemetry = self._given if self._given is not None else current()
         record = _lookup(telemetry, self.call_id)
         self._outcome = record.outcome if record is not None else n.UNKNOWN
         name = (self.name or (record.name if record else None) or "unknown")[: n.MAX_NAME_LENGTH]

@@ -1,0 +1,79 @@
+"""CrewAI: an ``execute_tool`` span around each native (function-calling) tool call an agent runs.
+
+Choke point: ``AgentExecutor._execute_single_native_tool_call(tool_call)``, which parses the
+model's call, runs the before/after hooks and the tool; the call id is what CrewAI's own
+``extract_tool_call_info`` reads from the call. A call whose arguments do not parse (CrewAI's
+``parse_tool_call_args``) never runs: it gets no span. CrewAI's telemetry is not OpenTelemetry spans of
+the application's provider: the package makes the execution span.
+
+A strict refusal raises before the call is parsed or run: calls run one after another let it out
+of ``Crew.kickoff()``; calls run in parallel (CrewAI's thread pool) have CrewAI fold it into an
+"Error executing tool" result for the model, as it does any exception there. CrewAI turns a tool's
+own exception into a result string: the span does not see it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from .._execution import Execution
+from .._telemetry import Telemetry
+from ._patches import Patches
+
+_log = logging.getLogger(__name__)
+
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "crewai"
+
+_MODULE = "crewai.agents.agent_executor"
+_patches = Patches()
+
+
+def _call_of(tool_call: Any) -> tuple[str | None, str | None] | None:
+    """(call id, tool name) as CrewAI itself reads them; None for a call CrewAI will not run
+    because its arguments do not parse (it answers the model with an error instead)."""
+    try:
+        from crewai.utilities.agent_utils import extract_tool_call_info, parse_tool_call_args
+
+        info = extract_tool_call_info(tool_call)
+        if not info:
+            return None
+        call_id, name, arguments = info
+        if parse_tool_call_args(arguments, name, call_id)[1] is not None:
+            return None
+    except Exception:
+        _log.debug("otel_toolcalls: could not read CrewAI's tool call", exc_info=True)
+        return None, None
+    return (call_id if isinstance(call_id, str) else None), (name if isinstance(name, str) else None)
+
+
+def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    tool_call = kwargs.get("tool_call", args[0] if args else None)
+    if tool_call is None or not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    call = _call_of(tool_call)
+    if call is None:
+        return wrapped(*args, **kwargs)
+    call_id, name = call
+    execution = Execution(call_id, name, telemetry)
+    execution.enter()
+    try:
+        result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        execution.exit(exc)
+        raise
+    execution.exit(None)
+    return result
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    attr = "AgentExecutor._execute_single_native_tool_call"
+    return _patches.wrap(_MODULE, attr, functools.partial(_execute, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

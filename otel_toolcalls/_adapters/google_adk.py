@@ -1,0 +1,91 @@
+"""Google ADK (``google-adk``): each function call the runner executes for the model.
+
+Choke point: ``_call_tool_async`` in ``google.adk.flows.llm_flows.tools._caller``, the call of
+``tool.run_async`` once the before-tool callbacks let it run; its ``ToolContext`` carries
+``function_call_id`` (the model's id, or the ``adk-…`` id ADK assigns where the model gave none).
+
+ADK makes its own ``execute_tool {name}`` span around it (``record_tool_execution``) and says so
+in the OpenTelemetry context (its tool-execution scope): that span, current here, gets
+``toolcall.outcome`` and the link, never a second one. When ADK's tracer records nothing, the
+package makes the execution span. A strict refusal raises inside ADK's span: ADK hands it to its
+``on_tool_error_callback``s, marks its span ERROR, and raises it to the runner's caller when no
+callback answers it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.trace import Span
+
+from .._execution import Execution
+from .._telemetry import Telemetry
+from ._foreign import annotate_or_refuse
+from ._patches import Patches
+
+_log = logging.getLogger(__name__)
+
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "google.adk"
+
+_MODULE = "google.adk.flows.llm_flows.tools._caller"
+_patches = Patches()
+
+
+def _adk_span() -> Span | None:
+    """ADK's execute_tool span, when ADK says a tool execution of its is being recorded."""
+    try:
+        from google.adk.telemetry import _instrumentation
+
+        if _instrumentation._active_tool_execution_tel_ctx() is None:
+            return None
+    except (ImportError, AttributeError):
+        _log.debug("otel_toolcalls: ADK's tool-execution scope not found", exc_info=True)
+        return None
+    span = trace.get_current_span()
+    return span if span.is_recording() else None
+
+
+async def _annotated(
+    telemetry: Telemetry, span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: Any
+) -> Any:
+    refused = annotate_or_refuse(telemetry, span, call_id)
+    if refused is not None:
+        raise refused
+    return await wrapped(*args, **kwargs)
+
+
+async def _own_span(execution: Execution, wrapped: Any, args: Any, kwargs: Any) -> Any:
+    execution.enter()
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        execution.exit(exc)
+        raise
+    execution.exit(None)
+    return result
+
+
+def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # _call_tool_async(tool, args=..., tool_context=...)
+    if not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    tool = kwargs.get("tool", args[0] if args else None)
+    tool_context = kwargs.get("tool_context", args[2] if len(args) > 2 else None)
+    call_id = getattr(tool_context, "function_call_id", None)
+    span = _adk_span()
+    if span is not None:
+        return _annotated(telemetry, span, call_id, wrapped, args, kwargs)
+    return _own_span(Execution(call_id, getattr(tool, "name", None), telemetry), wrapped, args, kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _patches.wrap(_MODULE, "_call_tool_async", functools.partial(_call_tool_async, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

@@ -1,0 +1,75 @@
+"""LlamaIndex agents (``FunctionAgent``, ``ReActAgent``, ``CodeActAgent``, ``AgentWorkflow``): an
+``execute_tool`` span around each tool call the agent workflow runs.
+
+Choke point: the ``call_tool`` step of ``BaseWorkflowAgent`` and of ``AgentWorkflow``, whose
+``ToolCall`` event carries ``tool_id`` (the model's call id, for function-calling LLMs) and
+``tool_name``. The step turns a tool's exception into a ``ToolOutput`` with ``is_error``; that
+exception is what the span records as the execution's error. A strict refusal raises before the
+step runs: out of the workflow, to the caller's ``await handler``.
+
+LlamaIndex's own instrumentation (its dispatcher) is not OpenTelemetry: there is no span of its to
+annotate. ``ReActAgent`` makes its ids up (the model writes text, not calls): its executions are
+``unknown``, never linked nor refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from .._execution import Execution
+from .._telemetry import Telemetry
+from ._patches import Patches
+
+_log = logging.getLogger(__name__)
+
+# The module whose import this adapter patches (the instrumentor waits for it).
+REQUIRES = "llama_index.core"
+
+_TARGETS = (
+    ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent.call_tool"),
+    ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow.call_tool"),
+)
+_patches = Patches()
+
+
+def _tool_error(result: Any) -> BaseException | None:
+    """The exception the step caught from the tool body (``ToolCallResult.tool_output``)."""
+    output = getattr(result, "tool_output", None)
+    if not getattr(output, "is_error", False):
+        return None
+    exception = getattr(output, "exception", None)
+    return exception if isinstance(exception, BaseException) else None
+
+
+async def _run_step(execution: Execution, wrapped: Any, args: Any, kwargs: Any) -> Any:
+    execution.enter()
+    try:
+        result = await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        execution.exit(exc)
+        raise
+    execution.exit(_tool_error(result))
+    return result
+
+
+def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # call_tool(self, ctx, ev): the bound method gets (ctx, ev).
+    event = kwargs.get("ev", args[1] if len(args) > 1 else None)
+    if event is None or not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    execution = Execution(getattr(event, "tool_id", None), getattr(event, "tool_name", None), telemetry)
+    return _run_step(execution, wrapped, args, kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    for module, attr in _TARGETS:
+        _patches.wrap(module, attr, functools.partial(_call_tool, telemetry))
+    return bool(_patches)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
