@@ -1,0 +1,210 @@
+"""The version lane: each SDK's adapter tests again, on the oldest version pyproject.toml accepts
+(and on one more where the SDK's stream design changed), each in a venv of its own.
+
+The floors are read from pyproject.toml, so raising a floor there moves its lane. A venv is kept
+under .version-venvs/ and reused while its stamp (the requirements, the package's own dependencies
+and the interpreter) is unchanged; two lanes run at a time.
+
+    python3 tests/versions/run.py            # every lane
+    python3 tests/versions/run.py openai-floor anthropic-floor
+    python3 tests/versions/run.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VENVS = ROOT / ".version-venvs"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+# What every lane's tests need besides the SDK (newest: the lane is about the SDK, not these).
+TEST_TOOLS = ["opentelemetry-sdk", "pytest", "pytest-asyncio", "hypothesis"]
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    # distribution -> version to pin; None: the floor pyproject.toml declares for it.
+    pins: dict[str, str | None]
+    tests: Sequence[str]
+    # Other packages the tests import, unpinned (groq's tests reuse the openai chat test helpers).
+    extra: Sequence[str] = ()
+    # What the pinned SDK needs to work at all, where a fresh install would break it (not ours).
+    era: Sequence[str] = ()
+    why: str = ""
+    requirements: list[str] = field(default_factory=list, compare=False)
+
+
+def _floors() -> dict[str, str]:
+    """distribution -> the version after ``>=`` in every specifier pyproject.toml declares."""
+    specs = list(PYPROJECT["project"]["dependencies"])
+    for extra in PYPROJECT["project"]["optional-dependencies"].values():
+        specs += extra
+    floors: dict[str, str] = {}
+    for spec in specs:
+        found = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*([^,;\s]+)", spec)
+        if found is None:
+            continue
+        name, version = found.group(1).lower(), found.group(2)
+        if floors.setdefault(name, version) != version:
+            raise SystemExit(f"pyproject.toml declares two floors for {name}: {floors[name]}, {version}")
+    return floors
+
+
+OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py"]
+ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
+OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation",
+        "opentelemetry-semantic-conventions"]
+
+# openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
+# user necessarily has an older httpx.
+OLD_HTTPX = ["httpx<0.28"]
+
+LANES = [
+    Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX),
+    Lane("openai-2", {"openai": "2.54.0"}, OPENAI,
+         why="the last release on httpx; from 2.x the stream closes its response in a finally"),
+    Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"]),
+    Lane("anthropic-1", {"anthropic": "1.17.0"}, ANTHROPIC, extra=["boto3"],
+         why="httpx2, __stream__ on a lazy copy of the stream, the SDK's own tracing"),
+    Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX),
+    Lane("bedrock-floor", {"boto3": None}, ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"]),
+    Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"]),
+    Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"]),
+    Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"]),
+    Lane("litellm-floor", {"litellm": None}, ["tests/test_litellm.py"]),
+    Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None},
+         ["tests/test_frameworks_langchain.py"]),
+    Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None}, ["tests/test_frameworks_pydantic_ai.py"]),
+    Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
+    Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py"], extra=["openai"]),
+    Lane("opentelemetry-floor", {name: None for name in [*OTEL, "wrapt"]},
+         ["tests/test_core.py", "tests/test_openai_chat.py"], extra=["openai"],
+         why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core and one adapter"),
+]
+
+
+def requirements(lane: Lane, floors: dict[str, str]) -> list[str]:
+    out = []
+    for name, version in lane.pins.items():
+        base = name.split("[", 1)[0].lower()
+        pinned = version or floors.get(base)
+        if pinned is None:
+            raise SystemExit(f"{lane.name}: pyproject.toml declares no floor for {base}")
+        out.append(f"{name}=={pinned}")
+    pinned_names = {name.split("[", 1)[0].lower() for name in lane.pins}
+    tools = [t for t in [*TEST_TOOLS, *lane.extra] if t not in pinned_names]
+    return out + list(lane.era) + tools + list(PYPROJECT["project"]["dependencies"])
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _run(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None) -> int:
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        return subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+
+
+def ensure_venv(lane: Lane, reqs: list[str], log: Path) -> Path | None:
+    """The lane's venv, built unless its stamp says it holds exactly ``reqs`` already."""
+    venv = VENVS / lane.name
+    stamp = venv / ".stamp"
+    key = hashlib.sha256(json.dumps([sys.version, reqs]).encode()).hexdigest()
+    if stamp.exists() and stamp.read_text() == key:
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check", "-q"]
+    if _run([sys.executable, "-m", "venv", str(venv)], log) != 0:
+        return None
+    if _run([*pip, "install", *reqs], log) != 0:
+        return None
+    # The package itself, editable (its dependencies came above); one build at a time, as each
+    # writes the same egg-info into the source tree.
+    with _locked(VENVS / ".build.lock"):
+        if _run([*pip, "install", "--no-deps", "-e", str(ROOT)], log) != 0:
+            return None
+    stamp.write_text(key)
+    return venv
+
+
+def _versions(venv: Path, names: Sequence[str]) -> str:
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "print(' '.join(f'{n}=={m.version(n)}' for n in sys.argv[1:]))"
+    )
+    found = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code, *names], capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip() or found.stderr.strip().splitlines()[-1]
+
+
+def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float]:
+    start = time.monotonic()
+    log = VENVS / "logs" / f"{lane.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    reqs = requirements(lane, floors)
+    venv = ensure_venv(lane, reqs, log)
+    if venv is None:
+        return lane, False, f"install failed (see {log.relative_to(ROOT)})", time.monotonic() - start
+    names = [name.split("[", 1)[0] for name in lane.pins]
+    versions = _versions(venv, names)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *lane.tests]
+    ok = _run(cmd, log, env) == 0
+    tail = log.read_text().strip().splitlines()[-1:] or [""]
+    return lane, ok, f"{versions}: {tail[0]}", time.monotonic() - start
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("lanes", nargs="*", help="lane names (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the lanes and their requirements")
+    parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("VERSION_LANE_JOBS", "2")))
+    args = parser.parse_args(argv)
+    floors = _floors()
+    chosen = [lane for lane in LANES if not args.lanes or lane.name in args.lanes]
+    unknown = set(args.lanes) - {lane.name for lane in LANES}
+    if unknown:
+        parser.error(f"unknown lanes: {', '.join(sorted(unknown))}")
+    if args.list:
+        for lane in chosen:
+            print(f"{lane.name}: {' '.join(requirements(lane, floors)[: len(lane.pins)])}  {lane.why}")
+        return 0
+    start = time.monotonic()
+    failed = 0
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for lane, ok, summary, seconds in pool.map(lambda lane: run_lane(lane, floors), chosen):
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {lane.name:<22} {seconds:6.1f}s  {summary}", flush=True)
+    print(f"version lane: {len(chosen) - failed} passed, {failed} failed in {time.monotonic() - start:.0f}s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
