@@ -7,11 +7,13 @@ the SDK itself rather than written down for one version.
   earlier releases let it through. A test takes the type from an uninstrumented run of the same
   script, which is also what the contract says: the application sees the SDK's exception unchanged.
 - The chat helper stream: ``chat.completions.stream`` from openai 1.92, ``beta.chat...`` before.
+- The SDK's own tracing: anthropic from 1.14 makes its own spans; earlier releases have no such option.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
@@ -51,3 +53,9 @@ def chat_helper_stream(client: Any) -> Callable[..., Any]:
     """``client.chat.completions.stream`` (openai >= 1.92), ``client.beta.chat.completions.stream`` before."""
     completions = client.chat.completions
     return completions.stream if hasattr(completions, "stream") else client.beta.chat.completions.stream
+
+
+def traces_itself(client_class: type) -> bool:
+    """Whether an anthropic client traces its own requests: ``open_telemetry=`` from anthropic 1.14
+    (and with it ``__stream__`` on a lazy copy of the stream); before, there is nothing to turn off."""
+    return "open_telemetry" in inspect.signature(client_class.__init__).parameters

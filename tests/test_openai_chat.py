@@ -202,7 +202,8 @@ def test_server_cut_mid_arguments_is_stream_error(telemetry, instrument, fake, c
 def test_cut_during_second_parallel_call_aborts_both(telemetry, instrument, fake, client):
     events = events_for(PARALLEL)
     second_start = next(i for i, e in enumerate(events) if e.name == "get_time")
-    fake.enqueue(script_for(events, cut_after=second_start + 2), script_for(events, cut_after=second_start + 2))
+    cut = script_for(events, cut_after=second_start + 2)
+    fake.enqueue(cut, cut)
     sdk_raises = bare_error(lambda: drain(client.chat.completions.create(**request())))
     with pytest.raises(sdk_raises):
         drain(client.chat.completions.create(**request()))

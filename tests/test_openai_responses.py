@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib.util
 import itertools
 import time
 from typing import Any
-
-import importlib.util
 
 import openai
 import pytest

@@ -23,11 +23,12 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 VENVS = ROOT / ".version-venvs"
@@ -67,6 +68,7 @@ def _floors() -> dict[str, str]:
     return floors
 
 
+FLOORS = _floors()
 OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py"]
 ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
 OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation",
@@ -81,10 +83,14 @@ LANES = [
     Lane("openai-2", {"openai": "2.54.0"}, OPENAI,
          why="the last release on httpx; from 2.x the stream closes its response in a finally"),
     Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"]),
-    Lane("anthropic-1", {"anthropic": "1.17.0"}, ANTHROPIC, extra=["boto3"],
-         why="httpx2, __stream__ on a lazy copy of the stream, the SDK's own tracing"),
+    Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"],
+         why="the last before the design change: httpx2 (from 1.0), no tracing of its own"),
+    Lane("anthropic-1.14", {"anthropic": "1.14.0"}, ANTHROPIC, extra=["boto3"],
+         why="the first with the SDK's own tracing and __stream__ on a lazy copy of the stream"),
     Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX),
-    Lane("bedrock-floor", {"boto3": None}, ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"]),
+    Lane("bedrock-floor", {"boto3": None, "botocore": FLOORS["boto3"]},
+         ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"],
+         why="botocore in step (boto3 X takes any botocore 1.34 >= X): ConverseStream came in 1.34.116"),
     Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"]),
     Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"]),
     Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"]),
@@ -187,7 +193,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--list", action="store_true", help="print the lanes and their requirements")
     parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("VERSION_LANE_JOBS", "2")))
     args = parser.parse_args(argv)
-    floors = _floors()
+    floors = FLOORS
     chosen = [lane for lane in LANES if not args.lanes or lane.name in args.lanes]
     unknown = set(args.lanes) - {lane.name for lane in LANES}
     if unknown:
