@@ -394,6 +394,7 @@ def test_afc_execution_is_linked_to_its_completed_call(
         return list(dev.models.generate_content_stream(model=g.MODEL, contents="x", config=_afc_config()))
 
     bare = afc_chunks(run)
+    telemetry.exporter.clear()  # suppress_instrumentation() does not reach AFC's execute_tool span
     got = run()
     assert RAN == ["Zürich"] and len(got) == bare and len(fake.requests) == 4
 
@@ -441,6 +442,7 @@ async def test_async_afc_execution_is_linked(telemetry: Any, instrument: Any, fa
     with suppress_instrumentation():
         bare = len(await run())
     RAN.clear()
+    telemetry.exporter.clear()  # suppress_instrumentation() does not reach AFC's execute_tool span
     got = await run()
     assert RAN == ["Bern"] and len(got) == bare
     tool = telemetry.one("tool_call get_weather")
