@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck unit wrapt1 bench bench-quick clean promtool
+.PHONY: demo test lint typecheck unit wrapt1 versions bench bench-quick clean promtool
 
 # One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
 # unchanged one costs nothing.
@@ -31,7 +31,7 @@ typecheck: $(VENV)/.stamp-test
 unit: $(VENV)/.stamp-test promtool
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test: lint typecheck wrapt1 unit
+test: lint typecheck wrapt1 unit versions
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x,
 # then the venv gets its wrapt 2.x back.
@@ -41,6 +41,11 @@ wrapt1: $(VENV)/.stamp-test
 	  tests/test_anthropic.py tests/test_instrumentor.py tests/test_gemini.py tests/test_cohere.py \
 	  tests/test_litellm.py tests/test_execute_tool.py; status=$$?; \
 	  $(PIP) install 'wrapt>=2,<3'; exit $$status
+
+# Each SDK's adapter tests on the oldest version pyproject.toml accepts (and where its stream design
+# changed), each in its own venv under .version-venvs/, two at a time (tests/versions/run.py).
+versions: $(VENV)/.stamp-test
+	$(PY) tests/versions/run.py
 
 # Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
@@ -53,4 +58,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache

@@ -1,5 +1,5 @@
 """The version lane: each SDK's adapter tests again, on the oldest version pyproject.toml accepts
-(and on one more where the SDK's stream design changed), each in a venv of its own.
+(and on the releases around a change of the SDK's stream design), each in a venv of its own.
 
 The floors are read from pyproject.toml, so raising a floor there moves its lane. A venv is kept
 under .version-venvs/ and reused while its stamp (the requirements, the package's own dependencies
@@ -84,7 +84,7 @@ OLD_HTTPX = ["httpx<0.28"]
 LANES = [
     Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX),
     Lane("openai-2", {"openai": "2.54.0"}, OPENAI,
-         why="the last release on httpx; from 2.x the stream closes its response in a finally"),
+         why="the last on httpx, its stream closing the response in a finally (1.40 drains it)"),
     Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"]),
     Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"],
          why="the last before the design change: httpx2 (from 1.0), no tracing of its own"),
@@ -142,7 +142,9 @@ def ensure_venv(lane: Lane, reqs: list[str], log: Path) -> Path | None:
     """The lane's venv, built unless its stamp says it holds exactly ``reqs`` already."""
     venv = VENVS / lane.name
     stamp = venv / ".stamp"
-    key = hashlib.sha256(json.dumps([sys.version, reqs]).encode()).hexdigest()
+    # pyproject.toml too: the editable install's metadata (entry points, scripts) comes from it.
+    key = hashlib.sha256(json.dumps([sys.version, reqs, (ROOT / "pyproject.toml").read_text()]).encode())
+    key = key.hexdigest()
     if stamp.exists() and stamp.read_text() == key:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
