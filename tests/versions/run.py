@@ -217,7 +217,8 @@ def main(argv: Sequence[str]) -> int:
         for lane, ok, summary, seconds in pool.map(lambda lane: run_lane(lane, floors), chosen):
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {lane.name:<22} {seconds:6.1f}s  {summary}", flush=True)
-    print(f"version lane: {len(chosen) - failed} passed, {failed} failed in {time.monotonic() - start:.0f}s")
+    print(f"version lane: {len(chosen)} lanes in {time.monotonic() - start:.0f}s")
+    print(f"versions: {len(chosen) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
 
