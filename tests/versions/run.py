@@ -77,6 +77,22 @@ ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/
 OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation",
         "opentelemetry-semantic-conventions"]
 
+# Why each floor is where it is (first tried -> now: what broke below it):
+#   openai 1.40 -> 1.40: with httpx < 0.28 (below); Responses tests skip before the API (1.66)
+#   anthropic 0.40 -> 0.43: before 0.43 the messages.stream() helpers read a second Stream built
+#     after the request returned, so the package cannot tell which request it belongs to
+#   groq 0.9 -> 0.11: 0.9 / 0.10 pass an in-stream error payload on as a chunk instead of raising
+#   boto3 1.34 -> 1.34.116: ConverseStream arrived in botocore 1.34.116
+#   mistralai 3.0, cohere 7.0, google-genai 1.55: as declared
+#   litellm 1.50 -> 1.108.0: no 1.50 exists; before 1.108 a sync stream has no close() and
+#     hosted_vllm streams through the openai SDK rather than LiteLLM's own HTTP
+#   langgraph 0.3 -> 0.3.1: 0.3.0 is yanked (it lacks its langgraph-prebuilt dependency)
+#   pydantic-ai-slim 1.0 -> 1.86.1: ToolManager._raw_execute arrived in 1.78; until 1.86.0 the
+#     agent's own tool span is not current there, so a second span was made
+#   openai-agents 0.3 -> 0.19.0: its _invoke_function_tool_with_metadata arrived in 0.19
+#   mcp 1.10 -> 1.25.0: 1.10 - 1.24 import a pydantic private that pydantic 2.14 removed
+#   opentelemetry-api/sdk 1.30, -instrumentation 0.51b0, wrapt 1.14: as declared
+
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
 # user necessarily has an older httpx.
 OLD_HTTPX = ["httpx<0.28"]
