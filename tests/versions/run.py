@@ -88,9 +88,9 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #     hosted_vllm streams through the openai SDK rather than LiteLLM's own HTTP
 #   langgraph 0.3 -> 0.3.1: 0.3.0 is yanked (it lacks its langgraph-prebuilt dependency)
 #   pydantic-ai-slim 1.0 -> 1.86.1: ToolManager._raw_execute arrived in 1.78; until 1.86.0 the
-#     agent's own tool span is not current there, so a second span was made
+#     package made its execution span beside the instrumented agent's own instead of annotating it
 #   openai-agents 0.3 -> 0.19.0: its _invoke_function_tool_with_metadata arrived in 0.19
-#   mcp 1.10 -> 1.25.0: 1.10 - 1.24 import a pydantic private that pydantic 2.14 removed
+#   mcp 1.10 -> 1.25.0: 1.10 (and 1.20; not 1.25) import a pydantic private pydantic 2.14 removed
 #   opentelemetry-api/sdk 1.30, -instrumentation 0.51b0, wrapt 1.14: as declared
 
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
