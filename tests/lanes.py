@@ -47,9 +47,19 @@ def requirement_names(path: str) -> set[str]:
     return names
 
 
+def requirement_pins(path: str) -> dict[str, str]:
+    """distribution -> version, for the ``name==version`` lines of a requirements file."""
+    pins = {}
+    for line in (ROOT / path).read_text().splitlines():
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)", line)
+        if match:
+            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
 def make_recipe(target: str) -> list[str]:
     """The recipe lines of a Makefile target, with ``$(FW_VENV)``-style variables expanded."""
-    text = (ROOT / "Makefile").read_text()
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # continued lines, joined
     variables = dict(re.findall(r"^([A-Z_]+) :?= (.*)$", text, re.M))
     lines, inside = [], False
     for line in text.splitlines():

@@ -105,7 +105,7 @@ def runs(request: pytest.FixtureRequest) -> Any:
     wanted = set()
     for item in request.session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if item.module is sys.modules[__name__] and "adapter" in params:
+        if item.module is sys.modules[__name__] and "variant" in params:
             wanted.add(_key(params["adapter"], params["variant"]))
     started = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))

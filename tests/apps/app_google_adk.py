@@ -1,4 +1,5 @@
 import asyncio
+import os
 
 from google.adk.agents import Agent
 from google.adk.agents.run_config import RunConfig, StreamingMode
@@ -29,6 +30,7 @@ async def run(fake: FakeProvider) -> None:
 
 
 def main() -> None:
+    os.environ.setdefault("GOOGLE_API_KEY", "fake-key")  # ADK's Gemini asks for one; the fake takes any
     with FakeProvider() as fake:
         call = g.whole_call("get_weather", {"location": "Zürich"}, CALL_ID)
         fake.enqueue(
