@@ -30,7 +30,7 @@ def main() -> None:
         task = Task(description="Weather in Zürich?", expected_output="the weather", agent=agent)
         result = Crew(agents=[agent], tasks=[task]).kickoff()
         assert "Sunny." in str(result)
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def main() -> None:
             g.script_for(g.one_part_each([call])), g.script_for(g.one_part_each([g.text("Sunny.")]))
         )
         asyncio.run(run(fake))
-    print("APP OK", CALL_ID, flush=True)
+    print(f"APP OK {CALL_ID}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

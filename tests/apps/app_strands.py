@@ -26,7 +26,7 @@ def main() -> None:
         agent = Agent(model=model, tools=[get_weather], callback_handler=None)
         result = agent("Weather in Zürich?")  # Strands streams from the model
         assert "Sunny." in str(result)
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":
