@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck unit wrapt1 frameworks bench bench-quick clean promtool
+.PHONY: demo test lint typecheck unit wrapt1 versions frameworks bench bench-quick clean promtool
 
 # One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
 # unchanged one costs nothing.
@@ -31,7 +31,7 @@ typecheck: $(VENV)/.stamp-test
 unit: $(VENV)/.stamp-test promtool
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test: lint typecheck wrapt1 unit frameworks
+test: lint typecheck wrapt1 unit versions frameworks
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
 # their own, rebuilt when their requirements change, and only their tests run there. CrewAI (with
@@ -63,6 +63,11 @@ wrapt1: $(VENV)/.stamp-test
 	  tests/test_litellm.py tests/test_execute_tool.py; status=$$?; \
 	  $(PIP) install 'wrapt>=2,<3'; exit $$status
 
+# Each SDK's adapter tests on the oldest version pyproject.toml accepts (and where its stream design
+# changed), each in its own venv under .version-venvs/, two at a time (tests/versions/run.py).
+versions: $(VENV)/.stamp-test
+	$(PY) tests/versions/run.py
+
 # Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
 	$(PY) benchmarks/run.py
@@ -74,4 +79,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_VENV) $(CREWAI_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_VENV) $(CREWAI_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache

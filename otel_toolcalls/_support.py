@@ -1,26 +1,33 @@
-"""The SDK and framework versions the package is tested with, by distribution: (oldest, newest).
+"""The versions each supported distribution was tested at: (oldest, newest) actually run.
 
-``oldest`` is the floor ``pyproject.toml`` declares, until the oldest-version lane of ``make test``
-establishes its own; ``newest`` is the newest release CI installed when the table was last updated.
-``otel-toolcalls doctor`` compares what is installed with these; every adapter's ``REQUIRES.sdk``
-has a row (a test keeps it so).
+The oldest is the floor pyproject.toml declares, run by the version lane (tests/versions/run.py,
+``make versions``); the newest is what the main suite ran on when this table was last written.
+``otel-toolcalls doctor`` reads it to say whether an installed SDK is in the tested range;
+tests/test_support.py keeps the oldest equal to the floors.
 """
 
 from __future__ import annotations
 
 TESTED: dict[str, tuple[str, str]] = {
-    "openai": ("1.40", "3.57.0"),
-    "anthropic": ("0.40", "2.14.0"),
-    "groq": ("0.9", "1.7.0"),
-    # boto3>=1.34 in pyproject: the adapter patches botocore, released in step with it.
-    "botocore": ("1.34", "1.44.8"),
-    "google-genai": ("1.55", "3.6.1"),
-    "mistralai": ("3.0", "3.7.0"),
-    "cohere": ("7.0", "7.3.1"),
-    "litellm": ("1.50", "1.110.2"),
-    # langchain-openai>=0.3 and langgraph>=0.3 in pyproject: both need langchain-core 0.3 or later.
-    "langchain-core": ("0.3", "1.8.3"),
-    "pydantic-ai-slim": ("1.0", "2.68.0"),
-    "openai-agents": ("0.3", "0.24.0"),
-    "mcp": ("1.10", "2.3.0"),
+    "openai": ("1.40.0", "3.57.0"),
+    "anthropic": ("0.43.0", "2.14.0"),
+    "groq": ("0.11.0", "1.7.0"),
+    "boto3": ("1.34.116", "1.44.8"),
+    "botocore": ("1.34.116", "1.44.8"),
+    "mistralai": ("3.0.0", "3.7.0"),
+    "cohere": ("7.0.0", "7.3.1"),
+    "google-genai": ("1.55.0", "3.6.1"),
+    "litellm": ("1.108.0", "1.110.2"),
+    "langgraph": ("0.3.1", "1.2.24"),
+    "langchain-openai": ("0.3.0", "1.7.4"),
+    # The langchain adapter patches langchain-core: the langgraph floor lane resolves it to 0.3.86.
+    "langchain-core": ("0.3.86", "1.8.3"),
+    "pydantic-ai-slim": ("1.86.1", "2.68.0"),
+    "openai-agents": ("0.19.0", "0.24.0"),
+    "mcp": ("1.25.0", "2.3.0"),
+    "opentelemetry-api": ("1.30.0", "1.45.2"),
+    "opentelemetry-sdk": ("1.30.0", "1.45.2"),
+    "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),
+    "opentelemetry-semantic-conventions": ("0.51b0", "0.66b2"),
+    "wrapt": ("1.14.0", "2.5.2"),
 }

@@ -6,14 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-import httpx2
 import pytest
+from sdk_compat import http_library, traces_itself
 from test_anthropic import assert_call
 
 from otel_toolcalls import _names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as wire
 from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text
+
+HTTP = http_library(anthropic)
 
 
 def bedrock(fake: FakeProvider) -> anthropic.AnthropicBedrock:
@@ -23,7 +25,7 @@ def bedrock(fake: FakeProvider) -> anthropic.AnthropicBedrock:
         aws_region="us-east-1",
         base_url=fake.base_url,
         max_retries=0,
-        open_telemetry=False,
+        **({"open_telemetry": False} if traces_itself(anthropic.AnthropicBedrock) else {}),
     )
 
 
@@ -68,14 +70,14 @@ def test_cut_mid_arguments_is_a_stream_error(telemetry: Any, instrument: Any, fa
     cut_after = 5  # message_start, ping, block start, two fragments
     delivered = "".join(WEATHER.pieces()[:2])
     # The SDK raises the transport's exception unwrapped; the application sees it unchanged.
-    with pytest.raises(httpx2.RemoteProtocolError):
+    with pytest.raises(HTTP.RemoteProtocolError):
         read(fake, wire.bedrock_script_for(events, cut_after=cut_after))
     (span,) = telemetry.tool_spans()
     assert_call(
         span,
         reason="stream_error",
         delivered=delivered,
-        error_type="httpx2.RemoteProtocolError",
+        error_type=f"{HTTP.__name__}.RemoteProtocolError",
         provider="aws.bedrock",
     )
     assert (span.attributes or {})[n.TOOLCALL_ARGUMENTS_DELTAS] == 2

@@ -178,6 +178,8 @@ def test_parallel_calls_with_frames_split_across_writes(
 
 
 def test_server_tool_use_is_an_extension(instrument: Any, telemetry: Any, client: Any, fake: Any) -> None:
+    if "type" not in client.meta.service_model.shape_for("ToolUseBlockStart").members:
+        pytest.skip("this botocore's model has no ToolUseBlockStart.type: it drops the member")
     search = ToolUse(name="web_search", id="srvtoolu_1", input='{"q": "x"}', type="server_tool_use")
     fake.enqueue(tool_use_script([search]))
     list(converse(client))

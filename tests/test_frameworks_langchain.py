@@ -13,7 +13,7 @@ pytest.importorskip("langgraph.prebuilt")
 
 from langchain_core.tools import tool  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
-from langgraph.prebuilt import create_react_agent  # noqa: E402
+from langgraph.prebuilt import ToolNode, create_react_agent  # noqa: E402
 
 from otel_toolcalls import IncompleteToolCallError  # noqa: E402
 from otel_toolcalls.testing.openai_chat import ToolCall, events_for, script_for, tool_call_script  # noqa: E402
@@ -37,11 +37,11 @@ def get_weather(location: str, days: int = 1) -> str:
     return f"sunny in {location}"
 
 
-def _agent(fake: Any) -> Any:
+def _agent(fake: Any, tools: Any = None) -> Any:
     model = ChatOpenAI(
         model="gpt-4o-mini", streaming=True, base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0
     )
-    return create_react_agent(model, [get_weather])
+    return create_react_agent(model, tools or [get_weather])
 
 
 def _answer() -> Any:
@@ -98,8 +98,11 @@ def test_truncated_call_runs_without_link(instrument: Any, telemetry: Any, fake:
 def test_strict_refuses_the_truncated_call(instrument: Any, telemetry: Any, fake: Any) -> None:
     instrument(strict=True)
     fake.enqueue(tool_call_script([TRUNCATED], finish_reason="length"), _answer())
+    # langgraph-prebuilt 0.1.x turns every tool exception into a message to the model by
+    # default; with that off the refusal reaches the application on every version.
+    tools = ToolNode([get_weather], handle_tool_errors=False)
     with pytest.raises(IncompleteToolCallError):
-        _agent(fake).invoke({"messages": [("user", "weather?")]})
+        _agent(fake, tools).invoke({"messages": [("user", "weather?")]})
     assert ran == []
     (execution,) = _execution_spans(telemetry)
     assert execution.attributes["error.type"] == "otel_toolcalls.IncompleteToolCallError"

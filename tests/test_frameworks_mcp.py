@@ -9,10 +9,17 @@ import httpx
 import openai
 import pytest
 
-pytest.importorskip("mcp.server.mcpserver")
+pytest.importorskip("mcp")
 
-from mcp.client.client import Client
-from mcp.server.mcpserver import MCPServer
+try:  # mcp 2.x: a client for a server object, in memory
+    from mcp.client.client import Client
+    from mcp.server.mcpserver import MCPServer
+except ImportError:  # mcp 1.x: FastMCP, and a ClientSession connected to it in memory
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    def Client(server: Any) -> Any:  # stands in for mcp 2.x's class
+        return create_connected_server_and_client_session(server._mcp_server)
 
 from otel_toolcalls import IncompleteToolCallError, tool_call_context
 from otel_toolcalls._execution import current_tool_call_id
@@ -54,7 +61,7 @@ async def test_call_id_from_context_links_the_completed_call(
     async with Client(server) as client:
         with tool_call_context(WEATHER.id):
             result = await client.call_tool("get_weather", {"location": "Bern"})
-    assert result.is_error is False
+    assert getattr(result, "is_error", getattr(result, "isError", None)) is False  # 2.x / 1.x
     assert ran == ["Bern"]
     call = telemetry.one("tool_call get_weather")
     (execution,) = _executions(telemetry)
@@ -97,7 +104,7 @@ async def test_framework_tool_calling_mcp_makes_one_span(instrument: Any, teleme
         seen.append(current_tool_call_id())
         async with Client(server) as client:
             result = await client.call_tool("get_weather", {"location": location})
-        return str(result.structured_content)
+        return str(getattr(result, "structured_content", getattr(result, "structuredContent", None)))
 
     _stream(fake)
     await get_weather.ainvoke(

@@ -36,7 +36,13 @@ def _agent(fake: Any, telemetry: Any, instrumented: bool) -> Any:
 
 async def _run(agent: Any) -> None:
     # Streamed model requests: the run is driven through its event stream.
-    async with agent.run_stream_events("weather in Zürich?") as events:
+    # pydantic-ai 2.x hands back an async context manager, 1.x the async generator itself.
+    run = agent.run_stream_events("weather in Zürich?")
+    if not hasattr(run, "__aenter__"):
+        async for _ in run:
+            pass
+        return
+    async with run as events:
         async for _ in events:
             pass
 

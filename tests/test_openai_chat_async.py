@@ -11,13 +11,16 @@ import openai
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
+from sdk_compat import bare_error_async, chat_helper_stream
 from test_openai_chat import (
     assert_call,
     assert_parented,
+    helper_kwargs,
     inference,
 )
 
 from otel_toolcalls import _names as n
+from otel_toolcalls._core import error_type_of
 from otel_toolcalls.testing import Script, sse
 from otel_toolcalls.testing.openai_chat import (
     MODEL,
@@ -35,12 +38,6 @@ from otel_toolcalls.testing.openai_chat import (
 @pytest.fixture
 def client(fake: Any) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=fake.base_url + "/v1", api_key="test-key", max_retries=0)
-
-
-def helper_kwargs() -> dict[str, Any]:
-    kwargs = request()
-    del kwargs["stream"]
-    return kwargs
 
 
 async def take(stream: Any, count: int) -> list[Any]:
@@ -72,15 +69,23 @@ async def test_anext_until_stop_async_iteration(telemetry, instrument, fake, cli
 
 
 async def test_server_cut_async(telemetry, instrument, fake, client):
-    fake.enqueue(tool_call_script([WEATHER], cut_after=4))
+    fake.enqueue(tool_call_script([WEATHER], cut_after=4), tool_call_script([WEATHER], cut_after=4))
+
+    async def drain() -> None:
+        async for _ in await client.chat.completions.create(**request()):
+            pass
+
+    # openai 3.x raises APIConnectionError, earlier releases the transport's own error.
+    sdk_raises = await bare_error_async(drain)
     got: list[Any] = []
-    with pytest.raises(openai.APIConnectionError):
+    with pytest.raises(sdk_raises) as raised:
         async for c in await client.chat.completions.create(**request()):
             got.append(c)
+    assert type(raised.value) is sdk_raises
     delivered = arguments_by_index(got)[(0, 0)]
     span = telemetry.one("tool_call ")
     assert_call(
-        telemetry, span, reason="stream_error", delivered=delivered, error_type="openai.APIConnectionError"
+        telemetry, span, reason="stream_error", delivered=delivered, error_type=error_type_of(raised.value)
     )
     assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 3
     assert inference(telemetry).status.status_code is StatusCode.ERROR
@@ -173,7 +178,7 @@ async def test_cancelled_while_awaiting_next_chunk(telemetry, instrument, fake, 
 
 async def test_helper_stream_get_final_completion_async(telemetry, instrument, fake, client):
     fake.enqueue(tool_call_script([WEATHER]))
-    async with client.chat.completions.stream(**helper_kwargs()) as s:
+    async with chat_helper_stream(client)(**helper_kwargs()) as s:
         final = await s.get_final_completion()
     assert final.choices[0].message.tool_calls[0].function.arguments == WEATHER.arguments
     assert_call(telemetry, telemetry.one("tool_call "), reason=None, delivered=WEATHER.arguments)
@@ -182,7 +187,7 @@ async def test_helper_stream_get_final_completion_async(telemetry, instrument, f
 
 async def test_helper_stream_close_async(telemetry, instrument, fake, client):
     fake.enqueue(tool_call_script([WEATHER], pace=0.002))
-    async with client.chat.completions.stream(**helper_kwargs()) as s:
+    async with chat_helper_stream(client)(**helper_kwargs()) as s:
         chunks = 0
         async for event in s:
             chunks += event.type == "chunk"
@@ -196,8 +201,10 @@ async def test_helper_stream_close_async(telemetry, instrument, fake, client):
 
 async def test_helper_until_done_async(telemetry, instrument, fake, client):
     fake.enqueue(tool_call_script([WEATHER], finish_reason="content_filter"))
-    async with client.chat.completions.stream(**helper_kwargs()) as s:
-        await s.until_done()
+    # The helper auto-parses the strict tool's arguments, and a filtered completion has none to parse.
+    with pytest.raises(openai.ContentFilterFinishReasonError):
+        async with chat_helper_stream(client)(**helper_kwargs()) as s:
+            await s.until_done()
     assert_call(telemetry, telemetry.one("tool_call "), reason="filtered", delivered=WEATHER.arguments)
 
 

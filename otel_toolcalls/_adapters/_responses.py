@@ -75,8 +75,7 @@ def _item_done(state: StreamState, event: Any) -> None:
         state.block_stopped(key, unsettled=n.TRUNCATED)
     elif status == "failed":
         # {"type":"mcp_call","status":"failed","error":{"type":"mcp_protocol_error",...}}
-        error = getattr(item, "error", None)
-        state.block_aborted(key, n.STREAM_ERROR, getattr(error, "type", None) or status)
+        state.block_aborted(key, n.STREAM_ERROR, _error_type(getattr(item, "error", None)) or status)
     else:
         state.block_completed(key)
 
@@ -86,6 +85,12 @@ def _usage(state: StreamState, response: Any) -> None:
     found = usage.openai_responses(getattr(response, "usage", None))
     if found is not None:
         state.usage = found
+
+
+def _error_type(error: Any) -> str | None:
+    # openai 3.x parses the error object; 2.x declares it a string and keeps the object as a dict.
+    found = error.get("type") if isinstance(error, dict) else getattr(error, "type", None)
+    return found if isinstance(found, str) else None
 
 
 def _completed(state: StreamState, event: Any) -> None:

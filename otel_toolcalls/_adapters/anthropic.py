@@ -54,10 +54,24 @@ def _sdk_traces(client: Any) -> bool:
     return getattr(client, "_tracer", None) is not None
 
 
+# Before anthropic 1.14 the client does not name its platform: its class does.
+_PLATFORM_CLIENTS = {
+    "AnthropicBedrock": "aws.bedrock",
+    "AsyncAnthropicBedrock": "aws.bedrock",
+    "AnthropicVertex": "gcp.vertex_ai",
+    "AsyncAnthropicVertex": "gcp.vertex_ai",
+}
+
+
 def _provider_of(client: Any) -> str | None:
     # AnthropicBedrock: "aws.bedrock"; AnthropicVertex: "gcp.vertex_ai"; Anthropic: "anthropic".
     name = getattr(client, "_gen_ai_provider_name", None)
-    return name if isinstance(name, str) else None
+    if isinstance(name, str):
+        return name
+    for cls in type(client).__mro__:
+        if cls.__name__ in _PLATFORM_CLIENTS:
+            return _PLATFORM_CLIENTS[cls.__name__]
+    return None
 
 
 SDK = StainlessSDK(

@@ -1,0 +1,53 @@
+"""otel_toolcalls._support.TESTED against what the version lane runs (tests/versions/run.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from packaging.version import Version
+
+from otel_toolcalls._support import TESTED
+
+RUN = Path(__file__).parent / "versions" / "run.py"
+
+
+def _lane_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("version_lane", RUN)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["version_lane"] = module  # dataclasses look the module up while building the class
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pinned_by_lanes(lane: ModuleType) -> dict[str, list[str]]:
+    """distribution -> the versions the lanes pin it to (a floor lane: pyproject's floor)."""
+    pinned: dict[str, list[str]] = {}
+    for each in lane.LANES:
+        for spec in lane.requirements(each, lane.FLOORS)[: len(each.pins)]:
+            name, version = spec.split("==")
+            pinned.setdefault(name.split("[", 1)[0].lower(), []).append(version)
+    return pinned
+
+
+def test_oldest_tested_is_the_lowest_version_a_lane_runs() -> None:
+    pinned = _pinned_by_lanes(_lane_module())
+    for name, (oldest, _newest) in TESTED.items():
+        assert name in pinned, f"no lane runs {name}"
+        assert Version(oldest) == min(Version(v) for v in pinned[name]), name
+
+
+def test_every_floor_a_lane_runs_is_in_the_table() -> None:
+    lane = _lane_module()
+    for name in _pinned_by_lanes(lane):
+        assert name in TESTED, f"{name} is run by a lane but missing from _support.TESTED"
+        if name in lane.FLOORS:
+            assert Version(TESTED[name][0]) == Version(lane.FLOORS[name]), name
+
+
+def test_newest_is_not_older_than_oldest() -> None:
+    for name, (oldest, newest) in TESTED.items():
+        assert Version(newest) >= Version(oldest), name

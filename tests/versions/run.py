@@ -1,0 +1,242 @@
+"""The version lane: each SDK's adapter tests again, on the oldest version pyproject.toml accepts
+(and on the releases around a change of the SDK's stream design), each in a venv of its own.
+
+The floors are read from pyproject.toml, so raising a floor there moves its lane. A venv is kept
+under .version-venvs/ and reused while its stamp (the requirements, the package's own dependencies
+and the interpreter) is unchanged; two lanes run at a time.
+
+    python3 tests/versions/run.py            # every lane
+    python3 tests/versions/run.py openai-floor anthropic-floor
+    python3 tests/versions/run.py --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+VENVS = ROOT / ".version-venvs"
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+# uv (the test extra installs it next to this interpreter) builds a venv in seconds; pip otherwise.
+UV = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+# What every lane's tests need besides the SDK (newest: the lane is about the SDK, not these).
+TEST_TOOLS = ["opentelemetry-sdk", "pytest", "pytest-asyncio", "hypothesis"]
+
+
+@dataclass(frozen=True)
+class Lane:
+    name: str
+    # distribution -> version to pin; None: the floor pyproject.toml declares for it.
+    pins: dict[str, str | None]
+    tests: Sequence[str]
+    # Other packages the tests import, unpinned (groq's tests reuse the openai chat test helpers).
+    extra: Sequence[str] = ()
+    # What the pinned SDK needs to work at all, where a fresh install would break it (not ours).
+    era: Sequence[str] = ()
+    why: str = ""
+    requirements: list[str] = field(default_factory=list, compare=False)
+
+
+def _floors() -> dict[str, str]:
+    """distribution -> the version after ``>=`` in every specifier pyproject.toml declares."""
+    specs = list(PYPROJECT["project"]["dependencies"])
+    for extra in PYPROJECT["project"]["optional-dependencies"].values():
+        specs += extra
+    floors: dict[str, str] = {}
+    for spec in specs:
+        found = re.match(r"^([A-Za-z0-9_.-]+)(?:\[[^\]]*\])?\s*>=\s*([^,;\s]+)", spec)
+        if found is None:
+            continue
+        name, version = found.group(1).lower(), found.group(2)
+        if floors.setdefault(name, version) != version:
+            raise SystemExit(f"pyproject.toml declares two floors for {name}: {floors[name]}, {version}")
+    return floors
+
+
+FLOORS = _floors()
+OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py"]
+ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
+OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation",
+        "opentelemetry-semantic-conventions"]
+
+# Why each floor is where it is (first tried -> now: what broke below it):
+#   openai 1.40 -> 1.40: with httpx < 0.28 (below); Responses tests skip before the API (1.66)
+#   anthropic 0.40 -> 0.43: before 0.43 the messages.stream() helpers read a second Stream built
+#     after the request returned, so the package cannot tell which request it belongs to
+#   groq 0.9 -> 0.11: 0.9 / 0.10 pass an in-stream error payload on as a chunk instead of raising
+#   boto3 1.34 -> 1.34.116: ConverseStream arrived in botocore 1.34.116
+#   mistralai 3.0, cohere 7.0, google-genai 1.55: as declared
+#   litellm 1.50 -> 1.108.0: no 1.50 exists; before 1.108 a sync stream has no close() and
+#     hosted_vllm streams through the openai SDK rather than LiteLLM's own HTTP
+#   langgraph 0.3 -> 0.3.1: 0.3.0 is yanked (it lacks its langgraph-prebuilt dependency)
+#   pydantic-ai-slim 1.0 -> 1.86.1: ToolManager._raw_execute arrived in 1.78; until 1.86.0 the
+#     package made its execution span beside the instrumented agent's own instead of annotating it
+#   openai-agents 0.3 -> 0.19.0: its _invoke_function_tool_with_metadata arrived in 0.19
+#   mcp 1.10 -> 1.25.0: 1.10 (and 1.20; not 1.25) import a pydantic private pydantic 2.14 removed
+#   opentelemetry-api/sdk 1.30, -instrumentation 0.51b0, wrapt 1.14: as declared
+
+# openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
+# user necessarily has an older httpx.
+OLD_HTTPX = ["httpx<0.28"]
+
+LANES = [
+    Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX),
+    Lane("openai-2", {"openai": "2.54.0"}, OPENAI,
+         why="the last on httpx, its stream closing the response in a finally (1.40 drains it)"),
+    Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"]),
+    Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"],
+         why="the last before the design change: httpx2 (from 1.0), no tracing of its own"),
+    Lane("anthropic-1.14", {"anthropic": "1.14.0"}, ANTHROPIC, extra=["boto3"],
+         why="the first with the SDK's own tracing and __stream__ on a lazy copy of the stream"),
+    Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX),
+    Lane("bedrock-floor", {"boto3": None, "botocore": FLOORS["boto3"]},
+         ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"],
+         why="botocore in step (boto3 X takes any botocore 1.34 >= X): ConverseStream came in 1.34.116"),
+    Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"]),
+    Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"]),
+    Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"]),
+    Lane("litellm-floor", {"litellm": None}, ["tests/test_litellm.py"]),
+    Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
+         ["tests/test_frameworks_langchain.py"],
+         why="langchain-core, which the adapter patches, pinned where those floors resolve it"),
+    Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None}, ["tests/test_frameworks_pydantic_ai.py"]),
+    Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
+    Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py"], extra=["openai"]),
+    Lane("opentelemetry-floor", {name: None for name in [*OTEL, "wrapt"]},
+         ["tests/test_core.py", "tests/test_openai_chat.py"], extra=["openai"],
+         why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core and one adapter"),
+]
+
+
+def requirements(lane: Lane, floors: dict[str, str]) -> list[str]:
+    out = []
+    for name, version in lane.pins.items():
+        base = name.split("[", 1)[0].lower()
+        pinned = version or floors.get(base)
+        if pinned is None:
+            raise SystemExit(f"{lane.name}: pyproject.toml declares no floor for {base}")
+        out.append(f"{name}=={pinned}")
+    pinned_names = {name.split("[", 1)[0].lower() for name in lane.pins}
+    tools = [t for t in [*TEST_TOOLS, *lane.extra] if t not in pinned_names]
+    return out + list(lane.era) + tools + list(PYPROJECT["project"]["dependencies"])
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _run(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None) -> int:
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        return subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+
+
+def ensure_venv(lane: Lane, reqs: list[str], log: Path) -> Path | None:
+    """The lane's venv, built unless its stamp says it holds exactly ``reqs`` already."""
+    venv = VENVS / lane.name
+    stamp = venv / ".stamp"
+    # pyproject.toml too: the editable install's metadata (entry points, scripts) comes from it.
+    key = hashlib.sha256(json.dumps([sys.version, reqs, (ROOT / "pyproject.toml").read_text()]).encode())
+    key = key.hexdigest()
+    if stamp.exists() and stamp.read_text() == key:
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    python = venv / "bin" / "python"
+    if UV is not None:
+        create = [UV, "venv", "-q", "--python", sys.executable, str(venv)]
+        pip = [UV, "pip", "install", "-q", "--python", str(python)]
+    else:
+        create = [sys.executable, "-m", "venv", str(venv)]
+        pip = [str(python), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-compile"]
+    if _run(create, log) != 0 or _run([*pip, *reqs], log) != 0:
+        return None
+    # The package itself, editable (its dependencies came above); one build at a time, as each
+    # writes the same egg-info into the source tree.
+    with _locked(VENVS / ".build.lock"):
+        if _run([*pip, "--no-deps", "-e", str(ROOT)], log) != 0:
+            return None
+    stamp.write_text(key)
+    return venv
+
+
+def _versions(venv: Path, names: Sequence[str]) -> str:
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "print(' '.join(f'{n}=={m.version(n)}' for n in sys.argv[1:]))"
+    )
+    found = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code, *names], capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip() or (found.stderr.strip().splitlines() or ["no version"])[-1]
+
+
+def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float]:
+    start = time.monotonic()
+    log = VENVS / "logs" / f"{lane.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    reqs = requirements(lane, floors)
+    venv = ensure_venv(lane, reqs, log)
+    if venv is None:
+        return lane, False, f"install failed (see {log.relative_to(ROOT)})", time.monotonic() - start
+    names = [name.split("[", 1)[0] for name in lane.pins]
+    versions = _versions(venv, names)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *lane.tests]
+    ok = _run(cmd, log, env) == 0
+    tail = log.read_text().strip().splitlines()[-1:] or [""]
+    return lane, ok, f"{versions}: {tail[0]}", time.monotonic() - start
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("lanes", nargs="*", help="lane names (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the lanes and their requirements")
+    parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("VERSION_LANE_JOBS", "2")))
+    args = parser.parse_args(argv)
+    floors = FLOORS
+    chosen = [lane for lane in LANES if not args.lanes or lane.name in args.lanes]
+    unknown = set(args.lanes) - {lane.name for lane in LANES}
+    if unknown:
+        parser.error(f"unknown lanes: {', '.join(sorted(unknown))}")
+    if args.list:
+        for lane in chosen:
+            print(f"{lane.name}: {' '.join(requirements(lane, floors)[: len(lane.pins)])}  {lane.why}")
+        return 0
+    start = time.monotonic()
+    failed = 0
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        for lane, ok, summary, seconds in pool.map(lambda lane: run_lane(lane, floors), chosen):
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {lane.name:<22} {seconds:6.1f}s  {summary}", flush=True)
+    print(f"version lane: {len(chosen)} lanes in {time.monotonic() - start:.0f}s")
+    print(f"versions: {len(chosen) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
