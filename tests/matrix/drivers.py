@@ -4,6 +4,7 @@ the API cannot express (with the reason, so the matrix says so instead of skippi
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,17 +12,7 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import anthropic
-import boto3
-import cohere
-import groq
-import litellm
-import openai
-from botocore.config import Config
-from google import genai
-from google.genai import types
-from google.oauth2.credentials import Credentials
-from mistralai.client import Mistral
+from sdk_compat import traces_itself
 
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as wire_anthropic
@@ -34,6 +25,13 @@ from otel_toolcalls.testing import openai_responses as wire_responses
 
 from .wires import Anthropic, Bedrock, Chat, Cohere, GeminiVertex, GeminiWhole, Responses, Wire
 from .wires import Mistral as MistralWire
+
+
+def sdk(name: str) -> Any:
+    """The SDK, imported when a case uses it: a version-lane venv holds one SDK, and its lane runs
+    only that SDK's drivers (``OTEL_TOOLCALLS_MATRIX``)."""
+    return importlib.import_module(name)
+
 
 MESSAGES = [{"role": "user", "content": "Weather in Zürich, and the time?"}]
 OUTCOMES = (
@@ -164,43 +162,47 @@ def gemini_delivered(chunks: list[Any]) -> dict[int, int]:
     return counts
 
 
-def _openai(fake: FakeProvider, kind: Any = openai.OpenAI, path: str = "/v1") -> Any:
-    return kind(base_url=fake.base_url + path, api_key="test-key", max_retries=0)
+def _openai(fake: FakeProvider, kind: str = "OpenAI", path: str = "/v1") -> Any:
+    return getattr(sdk("openai"), kind)(base_url=fake.base_url + path, api_key="test-key", max_retries=0)
 
 
-def _anthropic(fake: FakeProvider, kind: Any = anthropic.Anthropic, tracer_provider: Any = None) -> Any:
-    tracing: Any = {"tracer_provider": tracer_provider} if tracer_provider is not None else False
-    return kind(api_key="test-key", base_url=fake.base_url, max_retries=0, open_telemetry=tracing)
+def _anthropic(fake: FakeProvider, kind: str = "Anthropic", tracer_provider: Any = None) -> Any:
+    cls = getattr(sdk("anthropic"), kind)
+    # open_telemetry= exists from anthropic 1.14 (the SDK's own tracing); before, nothing to turn off.
+    tracing = {"open_telemetry": {"tracer_provider": tracer_provider} if tracer_provider else False}
+    options = tracing if traces_itself(cls) else {}
+    return cls(api_key="test-key", base_url=fake.base_url, max_retries=0, **options)
 
 
 def _anthropic_bedrock(fake: FakeProvider) -> Any:
-    return anthropic.AnthropicBedrock(
+    return sdk("anthropic").AnthropicBedrock(
         aws_access_key="AKIDEXAMPLE",
         aws_secret_key="secret",
         aws_region="us-east-1",
         base_url=fake.base_url,
         max_retries=0,
-        open_telemetry=False,
+        **({"open_telemetry": False} if traces_itself(sdk("anthropic").AnthropicBedrock) else {}),
     )
 
 
 def _bedrock(fake: FakeProvider) -> Any:
-    return boto3.client(
+    return sdk("boto3").client(
         "bedrock-runtime",
         endpoint_url=fake.base_url,
         region_name="us-east-1",
         aws_access_key_id="x",
         aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
+        config=sdk("botocore.config").Config(retries={"total_max_attempts": 1}),
     )
 
 
 def _gemini(fake: FakeProvider, *, vertex: bool) -> Any:
+    genai, types = sdk("google.genai"), sdk("google.genai.types")
     options = types.HttpOptions(base_url=fake.base_url)
     if not vertex:
         return genai.Client(api_key="fake-key", http_options=options)
     # A token that never expires: the SDK sends it as is and asks no auth server.
-    token = Credentials(token="fake-token")  # type: ignore[no-untyped-call]
+    token = sdk("google.oauth2.credentials").Credentials(token="fake-token")
     return genai.Client(
         vertexai=True, project="fake-project", location="us-central1", credentials=token, http_options=options
     )
@@ -296,7 +298,7 @@ def drivers() -> list[Driver]:
             "openai",
             wire_chat.MODEL,
             chat,
-            lambda f: _openai(f, openai.AsyncOpenAI),
+            lambda f: _openai(f, "AsyncOpenAI"),
             chat_create,
             chat_delivered,
             asynchronous=True,
@@ -317,7 +319,7 @@ def drivers() -> list[Driver]:
             "openai",
             wire_responses.MODEL,
             Responses(),
-            lambda f: _openai(f, openai.AsyncOpenAI, ""),
+            lambda f: _openai(f, "AsyncOpenAI", ""),
             responses_create,
             responses_delivered,
             asynchronous=True,
@@ -328,7 +330,7 @@ def drivers() -> list[Driver]:
             "groq",
             wire_chat.MODEL,
             chat,
-            lambda f: groq.Groq(base_url=f.base_url, api_key="k", max_retries=0),
+            lambda f: sdk("groq").Groq(base_url=f.base_url, api_key="k", max_retries=0),
             chat_create,
             chat_delivered,
             cannot={"cancelled": SYNC_ONLY},
@@ -338,7 +340,7 @@ def drivers() -> list[Driver]:
             "groq",
             wire_chat.MODEL,
             chat,
-            lambda f: groq.AsyncGroq(base_url=f.base_url, api_key="k", max_retries=0),
+            lambda f: sdk("groq").AsyncGroq(base_url=f.base_url, api_key="k", max_retries=0),
             chat_create,
             chat_delivered,
             asynchronous=True,
@@ -373,7 +375,7 @@ def drivers() -> list[Driver]:
             "anthropic",
             wire_anthropic.MODEL,
             Anthropic(),
-            lambda f: _anthropic(f, anthropic.AsyncAnthropic),
+            lambda f: _anthropic(f, "AsyncAnthropic"),
             anthropic_create,
             anthropic_delivered,
             asynchronous=True,
@@ -455,7 +457,7 @@ def drivers() -> list[Driver]:
             "mistral_ai",
             wire_mistral.MODEL,
             MistralWire(),
-            lambda f: Mistral(api_key="x", server_url=f.base_url),
+            lambda f: sdk("mistralai.client").Mistral(api_key="x", server_url=f.base_url),
             lambda c: c.chat.stream(model=wire_mistral.MODEL, messages=MESSAGES),
             mistral_delivered,
             cannot={"cancelled": SYNC_ONLY, "filtered": NO_FILTER_MISTRAL},
@@ -465,7 +467,7 @@ def drivers() -> list[Driver]:
             "mistral_ai",
             wire_mistral.MODEL,
             MistralWire(),
-            lambda f: Mistral(api_key="x", server_url=f.base_url),
+            lambda f: sdk("mistralai.client").Mistral(api_key="x", server_url=f.base_url),
             lambda c: c.chat.stream_async(model=wire_mistral.MODEL, messages=MESSAGES),
             mistral_delivered,
             asynchronous=True,
@@ -476,7 +478,7 @@ def drivers() -> list[Driver]:
             "cohere",
             wire_cohere.MODEL,
             Cohere(),
-            lambda f: cohere.ClientV2(base_url=f.base_url, api_key="x"),
+            lambda f: sdk("cohere").ClientV2(base_url=f.base_url, api_key="x"),
             lambda c: c.chat_stream(model=wire_cohere.MODEL, messages=MESSAGES),
             cohere_delivered,
             stopped_blocks=True,
@@ -487,7 +489,7 @@ def drivers() -> list[Driver]:
             "cohere",
             wire_cohere.MODEL,
             Cohere(),
-            lambda f: cohere.AsyncClientV2(base_url=f.base_url, api_key="x"),
+            lambda f: sdk("cohere").AsyncClientV2(base_url=f.base_url, api_key="x"),
             lambda c: _aiter(c.chat_stream(model=wire_cohere.MODEL, messages=MESSAGES)),
             cohere_delivered,
             asynchronous=True,
@@ -500,7 +502,7 @@ def drivers() -> list[Driver]:
             "qwen3-8b",
             chat,
             _litellm_options,
-            lambda o: litellm.completion(**o),
+            lambda o: sdk("litellm").completion(**o),
             chat_delivered,
             cannot={"cancelled": SYNC_ONLY, "abandoned": LITELLM_GC, "incomplete": LITELLM_FINISH},
         ),
@@ -510,7 +512,7 @@ def drivers() -> list[Driver]:
             "qwen3-8b",
             chat,
             _litellm_options,
-            lambda o: litellm.acompletion(**o),
+            lambda o: sdk("litellm").acompletion(**o),
             chat_delivered,
             asynchronous=True,
             cannot={"abandoned": LITELLM_GC, "incomplete": LITELLM_FINISH},
@@ -525,3 +527,13 @@ async def _aiter(stream: Any) -> Any:
 
 
 DRIVERS = {d.id: d for d in drivers()}
+
+
+def selected() -> list[Driver]:
+    """The drivers whose cases run: all, or those named (ids, comma-separated) in
+    ``OTEL_TOOLCALLS_MATRIX``, as a version lane whose venv holds one SDK sets it."""
+    wanted = {w.strip() for w in os.environ.get("OTEL_TOOLCALLS_MATRIX", "").split(",") if w.strip()}
+    unknown = wanted - set(DRIVERS)
+    if unknown:
+        raise ValueError(f"OTEL_TOOLCALLS_MATRIX names no driver: {sorted(unknown)}")
+    return [d for d in DRIVERS.values() if not wanted or d.id in wanted]
