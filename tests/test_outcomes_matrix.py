@@ -23,7 +23,7 @@ import pytest
 from matrix.drivers import DRIVERS, OUTCOMES, WHOLE, Driver, selected
 from matrix.wires import CLOCK, WEATHER, Call, GeminiWhole
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome
 
 from otel_toolcalls import _names as n
@@ -146,6 +146,7 @@ def check(
     *,
     stream_reason: str | None,
     error_type: str | None = None,
+    finish: str = "error",
 ) -> list[ReadableSpan]:
     """One span per call, in order: outcome, reason, error.type, status (tests/outcomes.py),
     deltas and size of exactly the fragments the SDK yielded, ids, the inference span as parent
@@ -161,6 +162,7 @@ def check(
         assert attrs[n.GEN_AI_PROVIDER_NAME] == d.provider
         assert attrs[n.GEN_AI_REQUEST_MODEL] == d.model
         assert attrs[n.GEN_AI_TOOL_CALL_ID] == call.id
+        assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
         assert attrs[n.TOOLCALL_INDEX] == index
         count = delivered.get(index, 0)
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == count
@@ -175,8 +177,11 @@ def check(
         assert p[n.TOOLCALL_COUNT] == len(calls)
         assert p[n.TOOLCALL_OUTCOME] == ("completed" if stream_reason is None else "aborted")
         assert p.get(n.TOOLCALL_ABORT_REASON) == stream_reason
-    if stream_reason == "stream_error" and not d.sdk_span:
-        assert p[n.ERROR_TYPE] == error_type
+    if not d.sdk_span:
+        assert p[n.GEN_AI_RESPONSE_FINISH_REASONS] == (finish,)
+        assert p.get(n.ERROR_TYPE) == (error_type if stream_reason == "stream_error" else None)
+        failed = StatusCode.ERROR if stream_reason == "stream_error" else StatusCode.UNSET
+        assert parent.status.status_code is failed
     expected = Counter(("completed", None) if r is None else ("aborted", r) for r in reasons)
     assert telemetry.calls_by_outcome() == dict(expected)
     for point in telemetry.points("toolcall.calls"):
@@ -201,7 +206,7 @@ def test_completed(d: Driver, telemetry: Any, instrument: Any, fake: FakeProvide
     got, exc = consume(d, fake, telemetry, "drain")
     assert exc is None
     fully_delivered(d, [CLOCK], got)
-    check(telemetry, d, [CLOCK], got, [None], stream_reason=None)
+    check(telemetry, d, [CLOCK], got, [None], stream_reason=None, finish=d.wire.finish("completed"))
 
 
 @pytest.mark.parametrize("d", cases("awkward_fragments"))
@@ -217,7 +222,9 @@ def test_awkward_fragments(d: Driver, telemetry: Any, instrument: Any, fake: Fak
     got, exc = consume(d, fake, telemetry, "drain")
     assert exc is None
     fully_delivered(d, [WEATHER], got)
-    (span,) = check(telemetry, d, [WEATHER], got, [None], stream_reason=None)
+    (span,) = check(
+        telemetry, d, [WEATHER], got, [None], stream_reason=None, finish=d.wire.finish("completed")
+    )
     attrs = span.attributes or {}
     if d.wire.sizes(WEATHER) == [len(p.encode()) for p in pieces]:
         # Exact: one delta per cut point plus one; the UTF-8 length of the whole argument text
@@ -236,7 +243,15 @@ def test_parallel(d: Driver, telemetry: Any, instrument: Any, fake: FakeProvider
     got, exc = consume(d, fake, telemetry, "drain")
     assert exc is None
     fully_delivered(d, [WEATHER, CLOCK], got)
-    check(telemetry, d, [WEATHER, CLOCK], got, [None, None], stream_reason=None)
+    check(
+        telemetry,
+        d,
+        [WEATHER, CLOCK],
+        got,
+        [None, None],
+        stream_reason=None,
+        finish=d.wire.finish("completed"),
+    )
 
 
 @pytest.mark.parametrize("d", cases("parallel_cut"))
@@ -281,7 +296,7 @@ def _ending(d: Driver, telemetry: Any, fake: FakeProvider, ending: str) -> None:
     got, exc = consume(d, fake, telemetry, "drain")
     assert exc is None
     fully_delivered(d, [WEATHER], got)
-    check(telemetry, d, [WEATHER], got, [ending], stream_reason=ending)
+    check(telemetry, d, [WEATHER], got, [ending], stream_reason=ending, finish=d.wire.finish(ending))
 
 
 @pytest.mark.parametrize("d", cases("truncated"))

@@ -61,8 +61,15 @@ class Wire:
     def encode(self, events: Sequence[Any], cut_after: int | None = None) -> Script:
         raise NotImplementedError
 
+    FINISH: dict[str, str | None] = {}
+
     def sizes(self, call: Call) -> list[int]:
         return [len(p.encode("utf-8")) for p in call.pieces()]
+
+    def finish(self, ending: str) -> str:
+        """The inference span's finish reason for a body with this ending: as received, or
+        ``error`` in the place of one that never arrived (TELEMETRY section 2)."""
+        return self.FINISH.get(ending) or "error"
 
     def script(self, calls: Sequence[Call], ending: str = "completed") -> Script:
         return self.encode(self.events(calls, ending))
@@ -138,6 +145,8 @@ class Mistral(Wire):
 class Responses(Wire):
     """OpenAI Responses: output items, ``response.incomplete`` for limits and filters."""
 
+    FINISH = {"completed": "completed", "truncated": "max_output_tokens", "filtered": "content_filter"}
+
     def events(self, calls: Sequence[Call], ending: str) -> list[Any]:
         status = "completed" if ending == "completed" else None  # None: the item is still open
         items = [wire_responses.ToolCall(c.name, c.arguments, call_id=c.id, status=status) for c in calls]
@@ -159,7 +168,7 @@ class Anthropic(Wire):
     """Anthropic Messages SSE; ``bedrock``: the same events in AWS event-stream frames
     (``AnthropicBedrock``)."""
 
-    STOP = {"completed": "tool_use", "truncated": "max_tokens", "filtered": "refusal", "incomplete": None}
+    FINISH = {"completed": "tool_use", "truncated": "max_tokens", "filtered": "refusal", "incomplete": None}
 
     def __init__(self, *, bedrock: bool = False) -> None:
         self.bedrock = bedrock
@@ -170,7 +179,7 @@ class Anthropic(Wire):
             wire_anthropic.ToolUse(c.name, c.arguments, id=c.id, stop=not (open_last and i == len(calls) - 1))
             for i, c in enumerate(calls)
         ]
-        return wire_anthropic.events_for(blocks, stop_reason=self.STOP[ending], final=not open_last)
+        return wire_anthropic.events_for(blocks, stop_reason=self.FINISH[ending], final=not open_last)
 
     def is_fragment(self, event: Any) -> bool:
         name, data = event
@@ -186,7 +195,7 @@ class Bedrock(Wire):
     """ConverseStream event-stream frames, kept with what each frame is."""
 
     content_type = "application/vnd.amazon.eventstream"
-    STOP = {
+    FINISH = {
         "completed": "tool_use",
         "truncated": "max_tokens",
         "filtered": "guardrail_intervened",
@@ -201,8 +210,8 @@ class Bedrock(Wire):
             events.extend(("fragment", wire_bedrock.tool_delta(index, p)) for p in use.pieces())
             if ending != "incomplete" or index < len(calls) - 1:
                 events.append(("stop", wire_bedrock.block_stop(index)))
-        if self.STOP[ending] is not None:
-            events.append(("end", wire_bedrock.message_stop(self.STOP[ending])))
+        if self.FINISH[ending] is not None:
+            events.append(("end", wire_bedrock.message_stop(self.FINISH[ending])))
             events.append(("metadata", wire_bedrock.metadata()))
         return events
 
