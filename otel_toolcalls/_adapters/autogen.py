@@ -25,14 +25,12 @@ from opentelemetry.trace import Span
 from .._execution import Execution
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "autogen_core"
-
-_MODULE = "autogen_core.tools._base"
+# autogen-core's tools, as autogen-agentchat's AssistantAgent runs them.
+REQUIRES = Requires(sdk="autogen-core", targets=(("autogen_core.tools._base", "trace_tool_span"),))
 _patches = Patches()
 
 
@@ -70,7 +68,8 @@ def _trace_tool_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, "trace_tool_span", functools.partial(_trace_tool_span, telemetry))
+    ((module, attr),) = REQUIRES.targets
+    return _patches.wrap(module, attr, functools.partial(_trace_tool_span, telemetry))
 
 
 def uninstrument() -> None:

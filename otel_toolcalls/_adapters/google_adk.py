@@ -25,14 +25,12 @@ from opentelemetry.trace import Span
 from .._execution import Execution
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "google.adk"
-
 _MODULE = "google.adk.flows.llm_flows.tools._caller"
+REQUIRES = Requires(sdk="google-adk", targets=((_MODULE, "_call_tool_async"),))
 _patches = Patches()
 
 
@@ -84,7 +82,8 @@ def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, "_call_tool_async", functools.partial(_call_tool_async, telemetry))
+    ((module, attr),) = REQUIRES.targets
+    return _patches.wrap(module, attr, functools.partial(_call_tool_async, telemetry))
 
 
 def uninstrument() -> None:

@@ -30,14 +30,16 @@ from .._execution import Execution
 from .._linking import IncompleteToolCallError
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "strands"
-
 _MODULE = "strands.tools.executors._executor"
+# The span Strands opens for a call, then the run of the tool: one without the other is no use.
+REQUIRES = Requires(
+    sdk="strands-agents",
+    targets=((_MODULE, "_start_tool_telemetry"), (_MODULE, "_run_tool")),
+)
 _patches = Patches()
 
 # (toolUseId, span) of the tool span Strands opened last in this task: the terminal opens it, then
@@ -119,8 +121,9 @@ def _run_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwar
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    _patches.wrap(_MODULE, "_start_tool_telemetry", _start_tool_telemetry)
-    if _patches and not _patches.wrap(_MODULE, "_run_tool", functools.partial(_run_tool, telemetry)):
+    (module, opens), (_, runs) = REQUIRES.targets
+    _patches.wrap(module, opens, _start_tool_telemetry)
+    if _patches and not _patches.wrap(module, runs, functools.partial(_run_tool, telemetry)):
         _patches.unwrap_all()
     return bool(_patches)
 
