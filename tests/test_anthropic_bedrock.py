@@ -56,15 +56,6 @@ def test_completed_call_over_event_stream(telemetry: Any, instrument: Any, fake:
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
 
 
-def test_max_tokens_truncates_the_last_tool_block(
-    telemetry: Any, instrument: Any, fake: FakeProvider
-) -> None:
-    read(fake, wire.bedrock_script_for(wire.events_for([WEATHER], stop_reason="max_tokens")))
-    (span,) = telemetry.tool_spans()
-    assert_call(span, reason="truncated", delivered=WEATHER.arguments, provider="aws.bedrock")
-    assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
-
-
 def test_cut_mid_arguments_is_a_stream_error(telemetry: Any, instrument: Any, fake: FakeProvider) -> None:
     events = wire.events_for([WEATHER])
     cut_after = 5  # message_start, ping, block start, two fragments

@@ -52,6 +52,9 @@ class Lane:
     # What the pinned SDK needs to work at all, where a fresh install would break it (not ours).
     era: Sequence[str] = ()
     why: str = ""
+    # The outcome matrix's drivers (tests/test_outcomes_matrix.py) this SDK version runs: the
+    # outcome tests moved there from the adapter test files.
+    matrix: Sequence[str] = ()
     requirements: list[str] = field(default_factory=list, compare=False)
 
 
@@ -74,6 +77,10 @@ def _floors() -> dict[str, str]:
 FLOORS = _floors()
 OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py"]
 ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
+CHAT = ["openai_chat", "openai_chat_async"]
+RESPONSES = ["openai_responses", "openai_responses_async"]
+# Before 1.14 anthropic has no tracing of its own: no anthropic_sdk_tracing driver.
+MESSAGES = ["anthropic", "anthropic_async", "anthropic_bedrock"]
 OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation",
         "opentelemetry-semantic-conventions"]
 
@@ -98,22 +105,28 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 OLD_HTTPX = ["httpx<0.28"]
 
 LANES = [
-    Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX),
-    Lane("openai-2", {"openai": "2.54.0"}, OPENAI,
+    Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX, matrix=CHAT),
+    Lane("openai-2", {"openai": "2.54.0"}, OPENAI, matrix=CHAT + RESPONSES,
          why="the last on httpx, its stream closing the response in a finally (1.40 drains it)"),
-    Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"]),
-    Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"],
+    Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES),
+    Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES,
          why="the last before the design change: httpx2 (from 1.0), no tracing of its own"),
     Lane("anthropic-1.14", {"anthropic": "1.14.0"}, ANTHROPIC, extra=["boto3"],
+         matrix=[*MESSAGES, "anthropic_sdk_tracing"],
          why="the first with the SDK's own tracing and __stream__ on a lazy copy of the stream"),
-    Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX),
+    Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX,
+         matrix=["groq", "groq_async"]),
     Lane("bedrock-floor", {"boto3": None, "botocore": FLOORS["boto3"]},
          ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"],
+         matrix=["bedrock_converse"],
          why="botocore in step (boto3 X takes any botocore 1.34 >= X): ConverseStream came in 1.34.116"),
-    Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"]),
-    Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"]),
-    Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"]),
-    Lane("litellm-floor", {"litellm": None}, ["tests/test_litellm.py"]),
+    Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"],
+         matrix=["mistral", "mistral_async"]),
+    Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"],
+         matrix=["cohere", "cohere_async"]),
+    Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"],
+         matrix=["gemini_dev", "gemini_dev_async", "gemini_vertex", "gemini_vertex_async"]),
+    Lane("litellm-floor", {"litellm": None}, ["tests/test_litellm.py"], matrix=["litellm", "litellm_async"]),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
          ["tests/test_frameworks_langchain.py"],
          why="langchain-core, which the adapter patches, pinned where those floors resolve it"),
@@ -206,7 +219,10 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
     versions = _versions(venv, names)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("VIRTUAL_ENV", None)
-    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *lane.tests]
+    tests = [*lane.tests, *(["tests/test_outcomes_matrix.py"] if lane.matrix else [])]
+    if lane.matrix:
+        env["OTEL_TOOLCALLS_MATRIX"] = ",".join(lane.matrix)
+    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
     ok = _run(cmd, log, env) == 0
     tail = log.read_text().strip().splitlines()[-1:] or [""]
     return lane, ok, f"{versions}: {tail[0]}", time.monotonic() - start
