@@ -126,6 +126,16 @@ class BlockEvents:
             whole,
         )
 
+    def is_open(self, key: Hashable) -> bool:
+        return key in self.open
+
+    def call_id_of(self, key: Hashable) -> str | None:
+        call = self.open.get(key)
+        return call.call_id if call is not None else None
+
+    def open_keys(self) -> list[Hashable]:
+        return list(self.open)
+
     def fragment(self, key: Hashable, text: str | None) -> None:
         """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
         if not text:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from ._stream import (
     Process,
     bind,
     bound,
+    ended_by,
     foreign_inference_span,
     install_exit_hook,
     watch,
@@ -90,10 +91,13 @@ class Request:
         key: object = None,
         owner: object = None,
         sdk_span: Callable[[], Any] | None = None,
+        fresh: bool = True,
     ) -> Any:
         """The SDK's iterator, wrapped: ``key`` is what every view of the stream shares (the close
-        hooks find the state there), ``owner`` what the user holds (its collection abandons it)."""
-        state = self.new_state(sdk_span)
+        hooks find the state there), ``owner`` what the user holds (its collection abandons it).
+        ``fresh``: a new state for each stream of the request (a raw response parsed twice);
+        otherwise the one ``stream()`` made (a request whose state exists before its stream)."""
+        state = self.new_state(sdk_span) if fresh or self.state is None else self.state
         if key is not None:
             bind(key, state)
         if owner is not None:
@@ -116,6 +120,15 @@ class Request:
             _replay.record(self.telemetry, self.replayed, span, self.provider, self.model)
             return
         self.stream().failed(exc)
+
+    async def sent(self, awaitable: Awaitable[Any]) -> Any:
+        """The await that sends the request, for an SDK whose stream exists only after it: what
+        it raises ends the request's stream as the async wrapper would."""
+        try:
+            return await awaitable
+        except BaseException as exc:
+            ended_by(self.stream(), exc)
+            raise
 
     @contextmanager
     def entered(self) -> Iterator[Request]:

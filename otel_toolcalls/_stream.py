@@ -78,17 +78,22 @@ async def wrap_async(inner: AsyncIterator[T], state: StreamState, process: Proce
             except Exception as exc:
                 report(site_of(process), exc)
             yield chunk
-    except GeneratorExit:
-        state.abandoned()
-        raise
-    except asyncio.CancelledError:
-        state.cancelled()
-        raise
     except BaseException as exc:
-        state.failed(exc)
+        ended_by(state, exc)
         raise
     else:
         state.ended()
+
+
+def ended_by(state: StreamState, exc: BaseException) -> None:
+    """What an exception out of the SDK's async iterator (or the await that sends the request)
+    means for the stream: collected, cancelled, or failed."""
+    if isinstance(exc, GeneratorExit):
+        state.abandoned()
+    elif isinstance(exc, asyncio.CancelledError):
+        state.cancelled()
+    else:
+        state.failed(exc)
 
 
 def watch(owner: object, state: StreamState) -> None:

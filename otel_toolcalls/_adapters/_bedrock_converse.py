@@ -12,12 +12,12 @@ from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
-from .._core import StreamState
+from .._sink import Sink
 
 _log = logging.getLogger(__name__)
 
 
-def process_event(state: StreamState, event: Any) -> None:
+def process_event(state: Sink, event: Any) -> None:
     # The hot event first: one dict lookup decides most events.
     body = event.get("contentBlockDelta")
     if body is not None:
@@ -42,7 +42,7 @@ def process_event(state: StreamState, event: Any) -> None:
         state.usage = usage.bedrock(body)
 
 
-def _block_delta(state: StreamState, *, body: Any) -> None:
+def _block_delta(state: Sink, *, body: Any) -> None:
     tool_use = body["delta"].get("toolUse")
     if tool_use is not None:
         # {"contentBlockDelta":{"delta":{"toolUse":{"input":"{\"loc"}},"contentBlockIndex":0}}
@@ -54,7 +54,7 @@ def _block_delta(state: StreamState, *, body: Any) -> None:
     state.other_block_started()
 
 
-def _block_start(state: StreamState, *, body: Any) -> None:
+def _block_start(state: Sink, *, body: Any) -> None:
     tool_use = body["start"].get("toolUse")
     if tool_use is None:
         # {"contentBlockStart":{"start":{"image":{...}},"contentBlockIndex":2}}
@@ -77,7 +77,7 @@ def _block_start(state: StreamState, *, body: Any) -> None:
     )
 
 
-def _message_stop(state: StreamState, *, body: Any) -> None:
+def _message_stop(state: Sink, *, body: Any) -> None:
     # {"messageStop":{"stopReason":"max_tokens"}}: max_tokens / model_context_window_exceeded
     # truncate, guardrail_intervened / content_filtered filter, malformed_* are malformed.
     state.settle(body.get("stopReason"))
