@@ -37,7 +37,7 @@ from ._stream import (
 )
 from ._telemetry import Telemetry
 
-__all__ = ["CURRENT", "Request", "current", "model_of", "stash", "traced_elsewhere"]
+__all__ = ["CURRENT", "Request", "current", "keep", "kept", "model_of", "stash", "traced_elsewhere"]
 
 
 @dataclass
@@ -170,6 +170,23 @@ def traced_elsewhere(*keys: object) -> StreamState | None:
         if state is not None:
             return state
     return None
+
+
+# Per-stream state an adapter keeps for an SDK object it cannot wrap (LiteLLM's stream wrapper is
+# the object the user iterates): keyed weakly on it, never in its attributes. A value must not
+# reference its key (through a bound method of it, say), or the key never dies.
+_KEPT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def keep(owner: object, value: Any) -> None:
+    _KEPT[owner] = value
+
+
+def kept(owner: object) -> Any:
+    try:
+        return _KEPT.get(owner)
+    except TypeError:  # unhashable: never kept
+        return None
 
 
 def model_of(value: Any) -> str | None:
