@@ -24,6 +24,7 @@ from opentelemetry import trace
 
 from . import _replay
 from ._core import RequestInfo, StreamState
+from ._internal import guarded
 from ._stream import (
     Process,
     bind,
@@ -120,6 +121,25 @@ class Request:
             _replay.record(self.telemetry, self.replayed, span, self.provider, self.model)
             return
         self.stream().failed(exc)
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        """The SDK's call that makes the request (and, within it, the stream): ``CURRENT`` is this
+        request meanwhile, and what it raises is recorded as the request's failure, then re-raised."""
+        with self.entered():
+            try:
+                return call()
+            except Exception as exc:
+                guarded(self.failed_before_stream, exc)
+                raise
+
+    async def arun(self, awaitable: Awaitable[Any]) -> Any:
+        """``run`` for an async SDK: the request is made while ``awaitable`` runs."""
+        with self.entered():
+            try:
+                return await awaitable
+            except Exception as exc:
+                guarded(self.failed_before_stream, exc)
+                raise
 
     async def sent(self, awaitable: Awaitable[Any]) -> Any:
         """The await that sends the request, for an SDK whose stream exists only after it: what

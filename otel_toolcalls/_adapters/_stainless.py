@@ -95,12 +95,7 @@ class StainlessSDK:
         request = self._begin_guarded(instance, args, kwargs)
         if request is None:
             return wrapped(*args, **kwargs)
-        with request.entered():
-            try:
-                result = wrapped(*args, **kwargs)
-            except Exception as exc:
-                guarded(request.failed_before_stream, exc)
-                raise
+        result = request.run(lambda: wrapped(*args, **kwargs))
         guarded(_stash, request, result)
         return result
 
@@ -108,12 +103,7 @@ class StainlessSDK:
         request = self._begin_guarded(instance, args, kwargs)
         if request is None:
             return await wrapped(*args, **kwargs)
-        with request.entered():
-            try:
-                result = await wrapped(*args, **kwargs)
-            except Exception as exc:
-                guarded(request.failed_before_stream, exc)
-                raise
+        result = await request.arun(wrapped(*args, **kwargs))
         guarded(_stash, request, result)
         return result
 

@@ -72,12 +72,7 @@ def instrument(telemetry: Telemetry) -> bool:
             request = None
         if request is None:
             return wrapped(*args, **kwargs)
-        with request.entered():
-            try:
-                return wrapped(*args, **kwargs)
-            except Exception as exc:
-                guarded(request.failed_before_stream, exc)
-                raise
+        return request.run(lambda: wrapped(*args, **kwargs))
 
     def init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
         wrapped(*args, **kwargs)

@@ -93,11 +93,7 @@ def instrument(telemetry: Telemetry) -> bool:
         if not is_instrumentation_enabled():
             return wrapped(*args, **kwargs)
         request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
-        try:
-            result = wrapped(*args, **kwargs)
-        except Exception as exc:
-            guarded(request.failed_before_stream, exc)
-            raise
+        result = request.run(lambda: wrapped(*args, **kwargs))
         guarded(_attach, request, result)
         return result
 
@@ -105,11 +101,7 @@ def instrument(telemetry: Telemetry) -> bool:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
-        try:
-            result = await wrapped(*args, **kwargs)
-        except Exception as exc:
-            guarded(request.failed_before_stream, exc)
-            raise
+        result = await request.arun(wrapped(*args, **kwargs))
         guarded(_attach, request, result)
         return result
 
