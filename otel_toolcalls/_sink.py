@@ -3,14 +3,14 @@ the core. ``StreamState`` implements it; a translator imports nothing else from 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from . import _names as n
 from ._calls import classify
 
 # classify: the abort reason a finish reason means, for a translator that must decide by it.
-__all__ = ["Sink", "classify"]
+__all__ = ["Sink", "by_type", "classify"]
 
 
 class Sink(Protocol):
@@ -61,3 +61,20 @@ class Sink(Protocol):
         ...
 
     def open_keys(self) -> list[Hashable]: ...
+
+
+Handler = Callable[[Sink, Any], None]
+
+
+def by_type(handlers: dict[str, Handler], *, name: str, module: str) -> Handler:
+    """A translator that hands each event to the handler of its ``type`` (others are ignored);
+    ``name`` and ``module`` are its own, for the internal-error site it reports under."""
+
+    def process_event(state: Sink, event: Any) -> None:
+        handler = handlers.get(event.type)
+        if handler is not None:
+            handler(state, event)
+
+    process_event.__qualname__ = process_event.__name__ = name
+    process_event.__module__ = module
+    return process_event

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
-from .._sink import Sink
+from .._sink import Sink, by_type
 
 _log = logging.getLogger(__name__)
 
@@ -141,7 +141,4 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-def process_event(state: Sink, event: Any) -> None:
-    handler = _HANDLERS.get(event.type)
-    if handler is not None:
-        handler(state, event)
+process_event = by_type(_HANDLERS, name="process_event", module=__name__)

@@ -23,7 +23,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _usage as usage
 from .._request import Request, model_of
-from .._sink import Sink
+from .._sink import Sink, by_type
 from .._stream import bound, close_seen
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
@@ -104,10 +104,7 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-def process_event(state: Sink, event: Any) -> None:
-    handler = _HANDLERS.get(event.type)
-    if handler is not None:
-        handler(state, event)
+process_event = by_type(_HANDLERS, name="process_event", module=__name__)
 
 
 # -- what the user gets ------------------------------------------------------------------------------
