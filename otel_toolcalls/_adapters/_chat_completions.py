@@ -43,15 +43,12 @@ def _usage(state: Sink, chunk: Any) -> None:
         state.usage = usage.openai_chat(found)
 
 
-def _index(tool_call: Any, position: int) -> int:
-    return tool_call.index
-
-
+# The index of a call delta, from the delta and its position in the list (Mistral's may be missing).
 IndexOf = Callable[[Any, int], int]
 
 
-def process_chunk(state: Sink, chunk: Any, index_of: IndexOf = _index) -> None:
-    """``index_of``: the index of a call delta (Mistral's may be missing: its position then)."""
+def process_chunk(state: Sink, chunk: Any, index_of: IndexOf | None = None) -> None:
+    """``index_of``: the index of a call delta where it is not ``tool_call.index`` (Mistral)."""
     if not state.response_id or not state.response_model:
         _identify(state, chunk)
     choices = chunk.choices
@@ -71,21 +68,21 @@ def process_chunk(state: Sink, chunk: Any, index_of: IndexOf = _index) -> None:
             state.final_event()
 
 
-def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: IndexOf) -> None:
+def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: IndexOf | None) -> None:
     for position, tool_call in enumerate(tool_calls):
-        index = index_of(tool_call, position)
+        index = tool_call.index if index_of is None else index_of(tool_call, position)
         key = index if choice == 0 else (choice, index)
         function = tool_call.function
-        call_id = _call_id(tool_call.id)
+        delta_id = tool_call.id
         # Mistral repeats name and id on every delta ("id": "null" when it has none): only a
         # different id is a new block.
-        if not state.is_open(key) or (call_id and _other_id(state.call_id_of(key), call_id)):
+        if not state.is_open(key) or (delta_id and delta_id != "null" and _other_id(state, key, delta_id)):
             # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
             name = function.name if function is not None else None
             if not name:
                 _log.debug("tool-call delta without a name for an index that never started: %r", key)
                 continue
-            state.block_started(key, name=name, call_id=call_id, index=index, choice=choice)
+            state.block_started(key, name=name, call_id=_call_id(delta_id), index=index, choice=choice)
         if function is None:
             continue
         arguments = function.arguments
@@ -98,5 +95,6 @@ def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: Index
             _log.debug("tool-call arguments arrived as an object; not counted")
 
 
-def _other_id(open_id: str | None, call_id: str) -> bool:
-    return open_id is not None and open_id != call_id
+def _other_id(state: Sink, key: Any, delta_id: Any) -> bool:
+    open_id = state.call_id_of(key)
+    return open_id is not None and open_id != str(delta_id)
