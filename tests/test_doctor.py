@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from installed import installed_adapter_names as adapter_names
 
 from otel_toolcalls import _doctor, _doctor_env
-from otel_toolcalls._adapters import adapter_names
 from otel_toolcalls._support import TESTED
 
 HERE = Path(__file__).resolve().parent

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from installed import installed_adapter_names as adapter_names
 
 from otel_toolcalls import _imports
-from otel_toolcalls._adapters import adapter_names
 
 APPS = Path(__file__).resolve().parent / "apps"
 VENV_BIN = Path(sys.executable).parent

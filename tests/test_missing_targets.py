@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from installed import installed_adapter_names as adapter_names
 
-from otel_toolcalls._adapters import adapter_names
 from otel_toolcalls._adapters._patches import Patches
 
 HERE = Path(__file__).resolve().parent

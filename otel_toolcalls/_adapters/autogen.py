@@ -25,14 +25,13 @@ from opentelemetry.trace import Span
 from .._execution import Execution
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "autogen_core"
-
 _MODULE = "autogen_core.tools._base"
+# What the adapter needs of the framework (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="autogen-core", targets=((_MODULE, "trace_tool_span"),))
 _patches = Patches()
 
 

@@ -22,14 +22,14 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import Execution
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "crewai"
-
 _MODULE = "crewai.agents.agent_executor"
+# What the adapter needs of the framework (the instrumentor waits for and checks it).
+_TARGET = "AgentExecutor._execute_single_native_tool_call"
+REQUIRES = Requires(sdk="crewai", targets=((_MODULE, _TARGET),))
 _patches = Patches()
 
 
@@ -71,8 +71,7 @@ def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwarg
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    attr = "AgentExecutor._execute_single_native_tool_call"
-    return _patches.wrap(_MODULE, attr, functools.partial(_execute, telemetry))
+    return _patches.wrap(_MODULE, _TARGET, functools.partial(_execute, telemetry))
 
 
 def uninstrument() -> None:

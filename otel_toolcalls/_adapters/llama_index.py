@@ -22,17 +22,16 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._execution import Execution
 from .._telemetry import Telemetry
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
-
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "llama_index.core"
 
 _TARGETS = (
     ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent.call_tool"),
     ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow.call_tool"),
 )
+# What the adapter needs of the framework (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="llama-index-core", targets=_TARGETS)
 _patches = Patches()
 
 

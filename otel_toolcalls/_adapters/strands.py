@@ -30,14 +30,15 @@ from .._execution import Execution
 from .._linking import IncompleteToolCallError
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
-from ._patches import Patches
+from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-# The module whose import this adapter patches (the instrumentor waits for it).
-REQUIRES = "strands"
-
 _MODULE = "strands.tools.executors._executor"
+# What the adapter needs of the framework (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="strands-agents", targets=((_MODULE, "_start_tool_telemetry"), (_MODULE, "_run_tool"))
+)
 _patches = Patches()
 
 # (toolUseId, span) of the tool span Strands opened last in this task: the terminal opens it, then
