@@ -34,11 +34,14 @@ unit: $(VENV)/.stamp-test promtool
 test: lint typecheck wrapt1 unit versions frameworks
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
-# their own, rebuilt when their requirements change, and only their tests run there. CrewAI (with
-# its vector stores and its own opentelemetry and pydantic pins) gets one apart from the rest.
+# their own, rebuilt when their requirements change. There run their tests, and the lane-aware
+# ones (tests/lanes.py) for the frameworks installed there: their apps under opentelemetry-instrument,
+# their declared targets, doctor. CrewAI (with its vector stores and its own opentelemetry and
+# pydantic pins) gets one apart from the rest.
 FW_VENV := .venv-frameworks
 CREWAI_VENV := .venv-crewai
-FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks
+FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks \
+  tests/test_import_order.py tests/test_missing_targets.py tests/test_doctor.py
 
 $(FW_VENV)/.stamp: tests/frameworks/requirements.txt pyproject.toml
 	test -x $(FW_VENV)/bin/python || $(PYTHON) -m venv $(FW_VENV)
@@ -60,7 +63,8 @@ wrapt1: $(VENV)/.stamp-test
 	$(PIP) install 'wrapt>=1.14,<2'
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_core.py tests/test_openai_chat.py \
 	  tests/test_anthropic.py tests/test_instrumentor.py tests/test_gemini.py tests/test_cohere.py \
-	  tests/test_litellm.py tests/test_execute_tool.py; status=$$?; \
+	  tests/test_litellm.py tests/test_execute_tool.py tests/test_missing_targets.py \
+	  tests/test_returned_objects.py; status=$$?; \
 	  $(PIP) install 'wrapt>=2,<3'; exit $$status
 
 # Each SDK's adapter tests on the oldest version pyproject.toml accepts (and where its stream design

@@ -2,6 +2,8 @@
 
 The oldest is the floor pyproject.toml declares, run by the version lane (tests/versions/run.py,
 ``make versions``); the newest is what the main suite ran on when this table was last written.
+The agent frameworks that run in venvs of their own (``make frameworks``) are tested at the one
+version their requirements file pins: oldest and newest are that version.
 ``otel-toolcalls doctor`` reads it to say whether an installed SDK is in the tested range;
 tests/test_support.py keeps the oldest equal to the floors.
 """
@@ -25,6 +27,13 @@ TESTED: dict[str, tuple[str, str]] = {
     "pydantic-ai-slim": ("1.86.1", "2.68.0"),
     "openai-agents": ("0.19.0", "0.24.0"),
     "mcp": ("1.25.0", "2.3.0"),
+    # The frameworks' venvs (tests/frameworks/requirements*.txt pin them).
+    "llama-index-core": ("0.14.25", "0.14.25"),
+    "strands-agents": ("1.62.0", "1.62.0"),
+    "google-adk": ("2.13.0", "2.13.0"),
+    # The autogen adapter patches autogen-core (autogen-agentchat's AssistantAgent runs on it).
+    "autogen-core": ("0.7.5", "0.7.5"),
+    "crewai": ("1.15.30", "1.15.30"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

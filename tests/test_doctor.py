@@ -2,7 +2,8 @@
 settings and their sources, providers, and secrets that must never be printed.
 
 The two subprocesses (the console script under opentelemetry-instrument; ``python -m`` with a
-target deleted) run at once; the other tests call the report in process.
+target deleted) run at once; the other tests call the report in process. In a framework venv
+(``make frameworks``) the deleted targets are its frameworks' (``tests/lanes.py``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from installed import installed_adapter_names as adapter_names
+from lanes import FRAMEWORKS_HERE, installed, requires
 
 from otel_toolcalls import _doctor, _doctor_env
+from otel_toolcalls._adapters import adapter_names
 from otel_toolcalls._support import TESTED
 
 HERE = Path(__file__).resolve().parent
@@ -35,10 +37,18 @@ SECRETS = {
 }
 LEAKS = ("HEADERSECRET", "URLPASSWORD", "QUERYSECRET", "FRAGSECRET", "acme", "Bearer")
 
+# adapter -> the target a release renamed: the main venv's groq, or each framework of this venv.
+VICTIMS = {a: requires(a).targets[0] for a in FRAMEWORKS_HERE} or {
+    "groq": ("groq._streaming", "Stream.close")
+}
 BROKEN = """
-import runpy, sys
-import groq._streaming
-del groq._streaming.Stream.close  # a release that renamed it
+import importlib, runpy, sys
+for module, attr in {victims}:
+    *path, name = attr.split(".")
+    owner = importlib.import_module(module)
+    for part in path:
+        owner = getattr(owner, part)
+    delattr(owner, name)
 sys.argv = ["otel_toolcalls", "doctor", "--json"]
 runpy.run_module("otel_toolcalls", run_name="__main__")
 """
@@ -61,16 +71,14 @@ def runs() -> dict[str, subprocess.CompletedProcess[str]]:
     exporters = dict(OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none")
     with ThreadPoolExecutor(max_workers=2) as pool:
         healthy = pool.submit(_run, instrumented, _env(**exporters, **SECRETS))
-        broken = pool.submit(_run, [sys.executable, "-c", textwrap.dedent(BROKEN)], _env())
+        script = textwrap.dedent(BROKEN).format(victims=list(VICTIMS.values()))
+        broken = pool.submit(_run, [sys.executable, "-c", script], _env())
         return {"healthy": healthy.result(), "broken": broken.result()}
 
 
 def _installed() -> dict[str, str]:
-    out = {}
-    for name in adapter_names():
-        requires = importlib.import_module(f"otel_toolcalls._adapters.{name}").REQUIRES
-        out[name] = importlib.metadata.version(requires.sdk)
-    return out
+    """adapter -> its SDK's version, for every adapter whose SDK this venv has."""
+    return {a: importlib.metadata.version(requires(a).sdk) for a in adapter_names() if installed(a)}
 
 
 def test_on_this_venv_every_sdk_is_listed_with_its_version_and_seen(runs: Any) -> None:
@@ -82,6 +90,9 @@ def test_on_this_venv_every_sdk_is_listed_with_its_version_and_seen(runs: Any) -
         _, _, shown, targets, applies = line.split()[:5]
         found, total = targets.split("/")
         assert (shown, applies, found) == (version, "yes", total), line
+    for adapter in sorted(set(adapter_names()) - set(_installed())):
+        (line,) = [line for line in lines if line.split()[:1] == [adapter]]
+        assert line.split()[1:] == [requires(adapter).sdk, "-", "not", "installed"], line
     assert "OK: every installed SDK will be seen." in lines
     # Under opentelemetry-instrument the distro set real providers.
     assert any(line.startswith("  tracer provider real (") for line in lines), result.stdout
@@ -102,13 +113,16 @@ def test_a_missing_target_fails_and_is_named(runs: Any) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     data = json.loads(result.stdout)
     rows = {row["adapter"]: row for row in data["sdks"]}
-    assert rows["groq"]["missing"] == ["groq._streaming.Stream.close"]
-    assert rows["groq"]["unseen"] is True
-    assert data["unseen"] == ["groq"] and data["ok"] is False
-    assert all(not row["unseen"] and row["applies"] for name, row in rows.items() if name != "groq")
-    # The instrumentor's own warning is in the report, not on stderr.
-    (warning,) = data["warnings"]
-    assert "groq._streaming.Stream.close" in warning
+    for adapter, (module, attr) in VICTIMS.items():
+        assert rows[adapter]["missing"] == [f"{module}.{attr}"]
+        assert rows[adapter]["unseen"] is True
+    assert data["unseen"] == sorted(VICTIMS) and data["ok"] is False
+    others = [row for name, row in rows.items() if name not in VICTIMS and row["version"] is not None]
+    assert others and all(not row["unseen"] and row["applies"] for row in others)
+    # The instrumentor's own warnings (one per adapter) are in the report, not on stderr.
+    assert len(data["warnings"]) == len(VICTIMS)
+    for (module, attr), warning in zip(sorted(VICTIMS.values()), sorted(data["warnings"]), strict=True):
+        assert f"{module}.{attr}" in warning
     assert "otel_toolcalls" not in result.stderr
     # Run without opentelemetry-instrument: nothing set the global providers.
     assert data["providers"]["tracer"]["real"] is False
@@ -119,8 +133,8 @@ def test_a_missing_target_fails_and_is_named(runs: Any) -> None:
 
 
 def test_every_sdk_has_a_tested_range() -> None:
-    sdks = {importlib.import_module(f"otel_toolcalls._adapters.{n}").REQUIRES.sdk for n in adapter_names()}
-    assert set(TESTED) == sdks
+    sdks = {requires(name).sdk for name in adapter_names()}
+    assert sdks <= set(TESTED), sdks - set(TESTED)
 
 
 @pytest.mark.parametrize(
@@ -138,18 +152,21 @@ def test_the_tested_range(version: str | None, in_range: bool | None, note: str)
     assert result[0] is in_range and result[1].startswith(note)
 
 
-def test_an_adapter_that_fails_to_apply_makes_its_sdk_unseen(monkeypatch: pytest.MonkeyPatch) -> None:
-    mcp = importlib.import_module("otel_toolcalls._adapters.mcp")
+@pytest.mark.parametrize("name", FRAMEWORKS_HERE or ["mcp"])
+def test_an_adapter_that_fails_to_apply_makes_its_sdk_unseen(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adapter = importlib.import_module(f"otel_toolcalls._adapters.{name}")
 
     def broken(telemetry: Any) -> bool:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(mcp, "instrument", broken)
+    monkeypatch.setattr(adapter, "instrument", broken)
     data = _doctor.report()
     rows = {row["adapter"]: row for row in data["sdks"]}
-    assert rows["mcp"]["applies"] is False and rows["mcp"]["missing"] == []
-    assert data["unseen"] == ["mcp"] and data["ok"] is False
-    assert "PROBLEM: would go unseen: mcp." in _doctor.render(data)
+    assert rows[name]["applies"] is False and rows[name]["missing"] == []
+    assert data["unseen"] == [name] and data["ok"] is False
+    assert f"PROBLEM: would go unseen: {name}." in _doctor.render(data)
 
 
 def test_settings_and_where_each_comes_from(monkeypatch: pytest.MonkeyPatch, instrument: Any) -> None:
@@ -211,5 +228,5 @@ def test_json_report_in_process_leaks_nothing(monkeypatch: pytest.MonkeyPatch) -
 def test_disabled_under_opentelemetry_instrument_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "requests, toolcalls")
     data = _doctor.report()
-    assert data["ok"] is False and data["unseen"] == adapter_names()
+    assert data["ok"] is False and data["unseen"] == sorted(_installed())
     assert any("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS names toolcalls" in w for w in data["warnings"])

@@ -5,6 +5,9 @@ call streamed from the fake provider) as users run it: ``opentelemetry-instrumen
 (instrument() first, the SDK imported by the app) and through ``_before.py`` (the SDK first). The
 runs are subprocesses started together, a few at a time; each test reads its own.
 
+Each venv runs the apps of its lane (``tests/lanes.py``): the main venv every app whose SDK it has
+(all but the agent frameworks'), each framework venv of ``make frameworks`` its frameworks' apps.
+
 The other tests drive ``_imports`` in process with small packages written to ``tmp_path``.
 """
 
@@ -23,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from installed import installed_adapter_names as adapter_names
+from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, HERE, installed, make_recipe, requirement_names, requires
 
 from otel_toolcalls import _imports
+from otel_toolcalls._adapters import adapter_names
 
 APPS = Path(__file__).resolve().parent / "apps"
 VENV_BIN = Path(sys.executable).parent
@@ -46,7 +50,15 @@ ADAPTERS = {
     "pydantic_ai": ("execution", "call_pydantic_ai"),
     "openai_agents": ("execution", "call_openai_agents"),
     "mcp": ("execution", "call_mcp"),
+    "llama_index": ("execution", "call_llama_index"),
+    "strands": ("execution", "call_strands"),
+    "google_adk": ("execution", "call_google_adk"),
+    "autogen": ("execution", "call_autogen"),
+    "crewai": ("execution", "call_crewai"),
 }
+VENV_OF = {adapter: venv for adapter, (venv, _) in sorted(FRAMEWORK_VENVS.items())}
+# The apps this venv runs.
+MATRIX = [adapter for adapter in sorted(ADAPTERS) if adapter in HERE]
 # The SDK-first variant runs every app in one process (tests/apps/_before.py).
 ALL = "all"
 
@@ -68,7 +80,7 @@ def _command(adapter: str, variant: str) -> list[str]:
     if variant == "sdk_after_instrument":
         app = str(APPS / f"app_{adapter}.py")
         return [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, app]
-    return [sys.executable, str(APPS / "_before.py"), *(str(APPS / f"app_{a}.py") for a in sorted(ADAPTERS))]
+    return [sys.executable, str(APPS / "_before.py"), *(str(APPS / f"app_{a}.py") for a in MATRIX)]
 
 
 def _run(adapter: str, variant: str) -> subprocess.CompletedProcess[str]:
@@ -93,7 +105,7 @@ def runs(request: pytest.FixtureRequest) -> Any:
     wanted = set()
     for item in request.session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if item.module is sys.modules[__name__] and "adapter" in params:
+        if item.module is sys.modules[__name__] and "variant" in params:
             wanted.add(_key(params["adapter"], params["variant"]))
     started = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2))
@@ -124,8 +136,30 @@ def test_every_adapter_has_an_app() -> None:
     assert sorted(p.stem.removeprefix("app_") for p in APPS.glob("app_*.py")) == adapter_names()
 
 
+def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:
+    if FRAMEWORKS_HERE:
+        # A framework lane: its frameworks' apps, every one installed (none silently absent).
+        lane = {FRAMEWORK_VENVS[a][0] for a in FRAMEWORKS_HERE}
+        assert sorted(a for a, (venv, _) in FRAMEWORK_VENVS.items() if venv in lane) == MATRIX
+    else:
+        assert sorted(set(adapter_names()) - set(FRAMEWORK_VENVS)) == MATRIX
+
+
+@pytest.mark.parametrize("adapter", list(VENV_OF), ids=[f"{a}-runs-in-{v}" for a, v in VENV_OF.items()])
+def test_framework_apps_run_in_their_venv(adapter: str) -> None:
+    """The apps not run here run there: the venv's requirements install the adapter's distribution
+    and opentelemetry-instrument, and ``make frameworks`` runs this module with its Python."""
+    venv, requirements = FRAMEWORK_VENVS[adapter]
+    names = requirement_names(requirements)
+    assert {requires(adapter).sdk, "opentelemetry-distro"} <= names
+    recipe = make_recipe("frameworks")
+    runs = [line for line in recipe if f"{venv}/bin/python" in line and "tests/test_import_order.py" in line]
+    assert runs, recipe
+    assert (adapter in MATRIX) == installed(adapter)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+@pytest.mark.parametrize("adapter", MATRIX)
 def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
     kind, call_id = ADAPTERS[adapter]
     result = runs[_key(adapter, variant)].result()

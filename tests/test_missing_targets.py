@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from installed import installed_adapter_names as adapter_names
+from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, installed, requirement_names, requires
 
+from otel_toolcalls._adapters import adapter_names
 from otel_toolcalls._adapters._patches import Patches
 
 HERE = Path(__file__).resolve().parent
@@ -43,48 +44,77 @@ def _warnings(body: str) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def test_sdk_imported_first_with_a_target_gone_warns_once_across_instruments() -> None:
+# adapter -> the targets a release removed: in the main venv a provider SDK's; in a framework venv
+# (tests/lanes.py) each of its frameworks' (the first target, or the last: a later one gone).
+BEFORE = {a: [requires(a).targets[0]] for a in FRAMEWORKS_HERE} or {
+    "mistral": [("mistralai.client.chat", "Chat.stream_async")]
+}
+AFTER = {a: [requires(a).targets[-1]] for a in FRAMEWORKS_HERE} or {
+    "groq": [("groq._streaming", "Stream.__stream__"), ("groq._streaming", "AsyncStream.close")]
+}
+DELETE = """
+import importlib
+def delete(module, attr):
+    *path, name = attr.split(".")
+    owner = importlib.import_module(module)
+    for part in path:
+        owner = getattr(owner, part)
+    delattr(owner, name)
+"""
+
+
+def _expected(victims: dict[str, list[tuple[str, str]]]) -> list[str]:
+    """The one WARNING per adapter, naming its removed targets in the order it declares them."""
+    out = []
+    for adapter, gone in victims.items():
+        req = requires(adapter)
+        missing = [f"{module}.{attr}" for module, attr in req.targets if (module, attr) in gone]
+        out.append(
+            f"otel_toolcalls: {req.sdk} {importlib.metadata.version(req.sdk)} lacks {', '.join(missing)}: "
+            f"the {adapter} adapter cannot trace what goes through {'it' if len(missing) == 1 else 'them'} "
+            "(see `otel-toolcalls doctor`)"
+        )
+    return sorted(out)
+
+
+@pytest.mark.parametrize("victims", [BEFORE], ids=["-".join(BEFORE)])
+def test_sdk_imported_first_with_a_target_gone_warns_once_across_instruments(victims: Any) -> None:
     warnings = _warnings(
-        """
-        import mistralai.client.chat
-        del mistralai.client.chat.Chat.stream_async
+        DELETE
+        + textwrap.dedent(f"""
+        for module, attr in {[target for gone in victims.values() for target in gone]!r}:
+            delete(module, attr)
         instrumentor = ToolCallsInstrumentor()
         instrumentor.instrument()
         instrumentor.uninstrument()
         instrumentor.instrument()
         instrumentor.uninstrument()
-        """
+        """)
     )
-    version = importlib.metadata.version("mistralai")
-    assert warnings == [
-        f"otel_toolcalls: mistralai {version} lacks mistralai.client.chat.Chat.stream_async: the mistral "
-        "adapter cannot trace what goes through it (see `otel-toolcalls doctor`)"
-    ]
+    assert sorted(warnings) == _expected(victims)
 
 
-def test_sdk_imported_after_instrument_with_targets_gone_warns_once() -> None:
-    # A wait registered before instrument()'s runs first: it removes two targets of a real SDK
-    # class as the application's import completes, before the adapter is applied.
+@pytest.mark.parametrize("victims", [AFTER], ids=["-".join(AFTER)])
+def test_sdk_imported_after_instrument_with_targets_gone_warns_once(victims: Any) -> None:
+    # A wait registered before instrument()'s runs first: it removes targets of a real SDK as the
+    # application's import completes, before the adapter is applied.
     warnings = _warnings(
-        """
+        DELETE
+        + textwrap.dedent(f"""
         from otel_toolcalls import _imports
-        def break_it():
-            stream = sys.modules["groq._streaming"]
-            del stream.Stream.__stream__
-            del stream.AsyncStream.close
-        _imports.when_imported(["groq._streaming"], break_it)
+        victims = {list(victims.values())!r}
+        for gone in victims:
+            _imports.when_imported([m for m, _ in gone], lambda gone=gone: [delete(*t) for t in gone])
         instrumentor = ToolCallsInstrumentor()
         instrumentor.instrument()
-        from groq import Groq
+        for gone in victims:
+            for module, _ in gone:
+                importlib.import_module(module)  # the application's import
         instrumentor.uninstrument()
         instrumentor.instrument()
-        """
+        """)
     )
-    version = importlib.metadata.version("groq")
-    (warning,) = warnings
-    assert warning.startswith(f"otel_toolcalls: groq {version} lacks ")
-    assert "groq._streaming.Stream.__stream__, groq._streaming.AsyncStream.close:" in warning
-    assert "the groq adapter" in warning
+    assert sorted(warnings) == _expected(victims)
 
 
 def _patch_sets(instrumentor: Any) -> dict[str, set[tuple[str, str]]]:
@@ -100,18 +130,28 @@ def _patch_sets(instrumentor: Any) -> dict[str, set[tuple[str, str]]]:
 
 def test_every_adapter_patches_exactly_its_declared_targets(instrument: Any) -> None:
     declared = {}
-    for name in adapter_names():
-        requires = importlib.import_module(f"otel_toolcalls._adapters.{name}").REQUIRES
-        for module in requires.modules:
+    for name in [a for a in adapter_names() if installed(a)]:
+        req = requires(name)
+        for module in req.modules:
             importlib.import_module(module)
-        declared[name] = set(requires.targets)
-        assert requires.missing() == [], name
+        declared[name] = set(req.targets)
+        assert req.missing() == [], name
     made = _patch_sets(instrument())
     assert made == declared
 
 
-@pytest.mark.parametrize("name", adapter_names())
+# Every adapter installed here; the frameworks installed elsewhere, by their venv's requirements.
+DECLARED = [a for a in adapter_names() if installed(a) or a in FRAMEWORK_VENVS]
+
+
+@pytest.mark.parametrize(
+    "name", DECLARED, ids=[a if installed(a) else f"{a}-in-{FRAMEWORK_VENVS[a][0]}" for a in DECLARED]
+)
 def test_every_declaration_names_its_distribution(name: str) -> None:
-    requires = importlib.import_module(f"otel_toolcalls._adapters.{name}").REQUIRES
-    assert requires.version() == importlib.metadata.version(requires.sdk)
-    assert requires.targets and all(module and attr for module, attr in requires.targets)
+    req = requires(name)
+    assert req.targets and all(module and attr for module, attr in req.targets)
+    if installed(name):
+        assert req.version() == importlib.metadata.version(req.sdk)
+    else:
+        # Not here: the venv that runs it installs that distribution by that name.
+        assert req.sdk in requirement_names(FRAMEWORK_VENVS[name][1])

@@ -1,4 +1,5 @@
-"""otel_toolcalls._support.TESTED against what the version lane runs (tests/versions/run.py)."""
+"""otel_toolcalls._support.TESTED against what the version lane runs (tests/versions/run.py), and,
+for the agent frameworks, against the one version their venvs pin (tests/frameworks/)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from lanes import FRAMEWORK_VENVS, requirement_pins, requires
 from packaging.version import Version
 
 from otel_toolcalls._support import TESTED
 
 RUN = Path(__file__).parent / "versions" / "run.py"
+# distribution -> (the requirements file of the framework venv that runs it)
+FRAMEWORKS = {requires(adapter).sdk: path for adapter, (_, path) in FRAMEWORK_VENVS.items()}
 
 
 def _lane_module() -> ModuleType:
@@ -36,6 +40,8 @@ def _pinned_by_lanes(lane: ModuleType) -> dict[str, list[str]]:
 def test_oldest_tested_is_the_lowest_version_a_lane_runs() -> None:
     pinned = _pinned_by_lanes(_lane_module())
     for name, (oldest, _newest) in TESTED.items():
+        if name in FRAMEWORKS:
+            continue  # run in its framework venv, below
         assert name in pinned, f"no lane runs {name}"
         assert Version(oldest) == min(Version(v) for v in pinned[name]), name
 
@@ -46,6 +52,13 @@ def test_every_floor_a_lane_runs_is_in_the_table() -> None:
         assert name in TESTED, f"{name} is run by a lane but missing from _support.TESTED"
         if name in lane.FLOORS:
             assert Version(TESTED[name][0]) == Version(lane.FLOORS[name]), name
+
+
+def test_a_framework_is_tested_at_the_one_version_its_venv_pins() -> None:
+    for name, path in FRAMEWORKS.items():
+        pin = requirement_pins(path).get(name)
+        assert pin is not None, f"{path} does not pin {name}"
+        assert TESTED[name] == (pin, pin), name
 
 
 def test_newest_is_not_older_than_oldest() -> None:

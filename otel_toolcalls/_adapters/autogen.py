@@ -29,9 +29,8 @@ from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-_MODULE = "autogen_core.tools._base"
-# What the adapter needs of the framework (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="autogen-core", targets=((_MODULE, "trace_tool_span"),))
+# autogen-core's tools, as autogen-agentchat's AssistantAgent runs them.
+REQUIRES = Requires(sdk="autogen-core", targets=(("autogen_core.tools._base", "trace_tool_span"),))
 _patches = Patches()
 
 
@@ -69,7 +68,8 @@ def _trace_tool_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, "trace_tool_span", functools.partial(_trace_tool_span, telemetry))
+    ((module, attr),) = REQUIRES.targets
+    return _patches.wrap(module, attr, functools.partial(_trace_tool_span, telemetry))
 
 
 def uninstrument() -> None:

@@ -26,10 +26,10 @@ from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-_MODULE = "crewai.agents.agent_executor"
-# What the adapter needs of the framework (the instrumentor waits for and checks it).
-_TARGET = "AgentExecutor._execute_single_native_tool_call"
-REQUIRES = Requires(sdk="crewai", targets=((_MODULE, _TARGET),))
+REQUIRES = Requires(
+    sdk="crewai",
+    targets=(("crewai.agents.agent_executor", "AgentExecutor._execute_single_native_tool_call"),),
+)
 _patches = Patches()
 
 
@@ -71,7 +71,8 @@ def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwarg
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, _TARGET, functools.partial(_execute, telemetry))
+    ((module, attr),) = REQUIRES.targets
+    return _patches.wrap(module, attr, functools.partial(_execute, telemetry))
 
 
 def uninstrument() -> None:

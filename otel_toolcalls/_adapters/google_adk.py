@@ -30,7 +30,6 @@ from ._patches import Patches, Requires
 _log = logging.getLogger(__name__)
 
 _MODULE = "google.adk.flows.llm_flows.tools._caller"
-# What the adapter needs of the framework (the instrumentor waits for and checks it).
 REQUIRES = Requires(sdk="google-adk", targets=((_MODULE, "_call_tool_async"),))
 _patches = Patches()
 
@@ -83,7 +82,8 @@ def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, "_call_tool_async", functools.partial(_call_tool_async, telemetry))
+    ((module, attr),) = REQUIRES.targets
+    return _patches.wrap(module, attr, functools.partial(_call_tool_async, telemetry))
 
 
 def uninstrument() -> None:

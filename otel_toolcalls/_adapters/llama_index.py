@@ -26,12 +26,14 @@ from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-_TARGETS = (
-    ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent.call_tool"),
-    ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow.call_tool"),
+# The call_tool step of the single-agent base class and of the multi-agent workflow.
+REQUIRES = Requires(
+    sdk="llama-index-core",
+    targets=(
+        ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent.call_tool"),
+        ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow.call_tool"),
+    ),
 )
-# What the adapter needs of the framework (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="llama-index-core", targets=_TARGETS)
 _patches = Patches()
 
 
@@ -65,7 +67,7 @@ def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwa
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    for module, attr in _TARGETS:
+    for module, attr in REQUIRES.targets:
         _patches.wrap(module, attr, functools.partial(_call_tool, telemetry))
     return bool(_patches)
 

@@ -35,9 +35,10 @@ from ._patches import Patches, Requires
 _log = logging.getLogger(__name__)
 
 _MODULE = "strands.tools.executors._executor"
-# What the adapter needs of the framework (the instrumentor waits for and checks it).
+# The span Strands opens for a call, then the run of the tool: one without the other is no use.
 REQUIRES = Requires(
-    sdk="strands-agents", targets=((_MODULE, "_start_tool_telemetry"), (_MODULE, "_run_tool"))
+    sdk="strands-agents",
+    targets=((_MODULE, "_start_tool_telemetry"), (_MODULE, "_run_tool")),
 )
 _patches = Patches()
 
@@ -120,8 +121,9 @@ def _run_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwar
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    _patches.wrap(_MODULE, "_start_tool_telemetry", _start_tool_telemetry)
-    if _patches and not _patches.wrap(_MODULE, "_run_tool", functools.partial(_run_tool, telemetry)):
+    (module, opens), (_, runs) = REQUIRES.targets
+    _patches.wrap(module, opens, _start_tool_telemetry)
+    if _patches and not _patches.wrap(module, runs, functools.partial(_run_tool, telemetry)):
         _patches.unwrap_all()
     return bool(_patches)
 

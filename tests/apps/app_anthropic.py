@@ -12,7 +12,7 @@ def main() -> None:
         with client.messages.stream(model=MODEL, max_tokens=1024, messages=messages) as stream:
             for _ in stream:
                 pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

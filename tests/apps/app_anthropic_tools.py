@@ -24,7 +24,7 @@ def main() -> None:
             stream=True,
         )
         assert runner.until_done().stop_reason == "end_turn"
-    print("APP OK", CALL.id, flush=True)
+    print(f"APP OK {CALL.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

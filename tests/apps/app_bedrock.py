@@ -19,7 +19,7 @@ def main() -> None:
         messages = [{"role": "user", "content": [{"text": "Weather in Zürich?"}]}]
         for _ in client.converse_stream(modelId=MODEL, messages=messages)["stream"]:
             pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

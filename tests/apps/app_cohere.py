@@ -15,7 +15,7 @@ def main() -> None:
         client = cohere.ClientV2(api_key="x", base_url=fake.base_url)
         for _ in client.chat_stream(model=MODEL, messages=[{"role": "user", "content": "Weather?"}]):
             pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ def main() -> None:
         client = genai.Client(api_key="fake-key", http_options=types.HttpOptions(base_url=fake.base_url))
         for _ in client.models.generate_content_stream(model=g.MODEL, contents="Weather in Zürich?"):
             pass
-    print("APP OK", CALL_ID, flush=True)
+    print(f"APP OK {CALL_ID}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ def main() -> None:
         client = Groq(base_url=fake.base_url, api_key="gsk-fake", max_retries=0)
         for _ in client.chat.completions.create(**request(model="llama-3.3-70b-versatile")):
             pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def main() -> None:
         assert message is not None
         for call in message.tool_calls:
             get_weather.invoke(call)
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

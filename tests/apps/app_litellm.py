@@ -22,7 +22,7 @@ def main() -> None:
         )
         for _ in response:
             pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

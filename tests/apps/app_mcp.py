@@ -35,7 +35,7 @@ def main() -> None:
         for _ in client.chat.completions.create(**request()):
             pass
     asyncio.run(call_tool())
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ def main() -> None:
         client = Mistral(api_key="x", server_url=fake.base_url)
         for _ in client.chat.stream(model=MODEL, messages=[{"role": "user", "content": "Weather?"}]):
             pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ def main() -> None:
         client = OpenAI(base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
         for _ in client.chat.completions.create(**request()):
             pass
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

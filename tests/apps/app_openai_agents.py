@@ -34,7 +34,7 @@ def main() -> None:
             tool_call_script([WEATHER]), script_for(events_for([], text="Sunny.", finish_reason="stop"))
         )
         asyncio.run(run(fake))
-    print("APP OK", WEATHER.id, flush=True)
+    print(f"APP OK {WEATHER.id}\n", end="", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,72 @@
+"""Which venv runs which adapter's tests. The main venv (``make unit``) has every provider SDK and
+the frameworks the main suite drives; the agent frameworks below pin dependencies that conflict
+with it, and run in the venvs ``make frameworks`` builds. A venv where one of them is installed is
+a framework lane: the lane-aware tests (import order, declared targets, doctor) run there for its
+frameworks; the provider SDKs are the main venv's."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Any
+
+from otel_toolcalls._adapters import adapter_names
+
+ROOT = Path(__file__).resolve().parent.parent
+# adapter -> (venv, its requirements file)
+FRAMEWORK_VENVS = {
+    "llama_index": (".venv-frameworks", "tests/frameworks/requirements.txt"),
+    "strands": (".venv-frameworks", "tests/frameworks/requirements.txt"),
+    "google_adk": (".venv-frameworks", "tests/frameworks/requirements.txt"),
+    "autogen": (".venv-frameworks", "tests/frameworks/requirements.txt"),
+    "crewai": (".venv-crewai", "tests/frameworks/requirements-crewai.txt"),
+}
+
+
+def requires(adapter: str) -> Any:
+    return importlib.import_module(f"otel_toolcalls._adapters.{adapter}").REQUIRES
+
+
+def installed(adapter: str) -> bool:
+    return requires(adapter).version() is not None
+
+
+FRAMEWORKS_HERE = [a for a in sorted(FRAMEWORK_VENVS) if installed(a)]
+# The adapters this venv's lane-aware tests cover.
+HERE = FRAMEWORKS_HERE or [a for a in adapter_names() if installed(a)]
+
+
+def requirement_names(path: str) -> set[str]:
+    """The distributions a requirements file names (extras and version specifiers dropped)."""
+    names = set()
+    for line in (ROOT / path).read_text().splitlines():
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line.split("#")[0])
+        if match and not line.lstrip().startswith("-"):
+            names.add(match.group(1).lower().replace("_", "-"))
+    return names
+
+
+def requirement_pins(path: str) -> dict[str, str]:
+    """distribution -> version, for the ``name==version`` lines of a requirements file."""
+    pins = {}
+    for line in (ROOT / path).read_text().splitlines():
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)", line)
+        if match:
+            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
+def make_recipe(target: str) -> list[str]:
+    """The recipe lines of a Makefile target, with ``$(FW_VENV)``-style variables expanded."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # continued lines, joined
+    variables = dict(re.findall(r"^([A-Z_]+) :?= (.*)$", text, re.M))
+    lines, inside = [], False
+    for line in text.splitlines():
+        if re.match(rf"^{re.escape(target)}:", line):
+            inside = True
+        elif inside and line.startswith("\t"):
+            lines.append(re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), m.group(0)), line))
+        elif inside:
+            break
+    return lines
