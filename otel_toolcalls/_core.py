@@ -24,85 +24,21 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Span, SpanKind
 
+from . import _inference_end as inference
 from . import _names as n
-from ._inference_metrics import reports_usage
-from ._registry import CallRecord, call_key
+from ._blocks import BlockEvents
+from ._calls import Call, End, classify, end_call, error_type_of, start_span, utf8_len
+from ._internal import report
 from ._telemetry import Telemetry
-from ._usage import Usage, span_attributes
+from ._usage import Usage
+
+# Re-exported: the core's vocabulary, for the adapters and tests that name it from here.
+__all__ = ["LIVE", "RequestInfo", "StreamState", "classify", "error_type_of", "utf8_len"]
 
 _log = logging.getLogger(__name__)
 _time_ns = time.time_ns
-
-# Finish/stop reasons, matched on lower-cased text, so a name the table does not list still lands in
-# the right class (TELEMETRY.md section 6: "token limits of any name", "refusal of any name").
-_TRUNCATING = ("length", "max_tokens", "max_output_tokens", "context_window", "token_limit")
-_FILTERING = (
-    "filter",
-    "safety",
-    "recitation",
-    "blocklist",
-    "prohibited",
-    "guardrail",
-    "refusal",
-    "spii",
-    "armor",
-)
-_ERRORING = frozenset({"error", "timeout", "failed"})
-
-
-def classify(reason: str | None) -> str | None:
-    """The abort reason a finish/stop reason means, or None when it completes what it settles."""
-    if not reason:
-        return None
-    low = reason.lower()
-    if "malformed" in low:
-        return n.MALFORMED
-    if low in _ERRORING:
-        return n.STREAM_ERROR
-    if any(word in low for word in _TRUNCATING):
-        return n.TRUNCATED
-    if any(word in low for word in _FILTERING):
-        return n.FILTERED
-    return None
-
-
-def error_type_of(exc: BaseException) -> str:
-    """``openai.APIConnectionError`` rather than ``openai._exceptions.APIConnectionError``."""
-    cls = type(exc)
-    module = cls.__module__
-    if module == "builtins":
-        return cls.__qualname__
-    public = []
-    for part in module.split("."):
-        if part.startswith("_"):
-            break
-        public.append(part)
-    return ".".join([*public, cls.__qualname__]) if public else cls.__qualname__
-
-
-def _guarded(step: Any, *args: Any) -> None:
-    """One step of ending a call or a stream, failing alone: a span processor that raises in
-    ``on_end`` (someone else's exporter path) must cost neither the metrics nor the registry."""
-    try:
-        step(*args)
-    except Exception:
-        _log.debug("otel_toolcalls: %s failed", getattr(step, "__name__", step), exc_info=True)
-
-
-def _start_span(tracer: trace.Tracer, name: str, **options: Any) -> Span:
-    """A span processor raising in ``on_start`` loses the span, not the call's outcome or metrics."""
-    try:
-        return tracer.start_span(name, **options)
-    except Exception:
-        _log.debug("otel_toolcalls: could not start span %r", name, exc_info=True)
-        return trace.INVALID_SPAN
-
-
-def utf8_len(text: str) -> int:
-    # str.isascii() is O(1) in CPython; only non-ASCII fragments pay for an encode.
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 @dataclass
@@ -120,68 +56,6 @@ class RequestInfo:
     # instrumentation): tool-call spans become its children and the package makes none.
     adopted_span: Span | None = None
 
-
-class _Call:
-    __slots__ = (
-        "call_id",
-        "choice",
-        "content",
-        "deltas",
-        "index",
-        "key",
-        "name",
-        "room",
-        "size",
-        "span",
-        "start_ns",
-        "stop_ns",
-        "tool_type",
-        "whole",
-    )
-
-    def __init__(
-        self,
-        key: Hashable,
-        choice: int,
-        index: int | None,
-        call_id: str | None,
-        name: str,
-        tool_type: str,
-        span: Span,
-        start_ns: int,
-        capture: bool,
-        whole: bool,
-    ) -> None:
-        self.key = key
-        self.choice = choice
-        self.index = index
-        self.call_id = call_id
-        self.name = name
-        self.tool_type = tool_type
-        self.span = span
-        self.start_ns = start_ns
-        self.stop_ns: int | None = None
-        self.deltas = 0
-        self.size = 0
-        # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
-        # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
-        self.whole = whole
-        # Content capture keeps only the characters it will emit, not the whole argument text.
-        self.content: list[str] | None = [] if capture else None
-        self.room = n.MAX_ARGUMENTS_LENGTH
-
-    def keep(self, text: str) -> None:
-        """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as
-        the emitted value is)."""
-        room = self.room
-        if room > 0 and self.content is not None:
-            piece = text[:room]
-            self.content.append(piece)
-            self.room = room - len(piece)
-
-
-# A call to end, its abort reason (None: completed), error type and end time (None: now).
-_End = tuple["_Call", "str | None", "str | None", "int | None"]
 
 # Streams still open, so that interpreter exit can end their calls as abandoned before the
 # tracer provider's own atexit shutdown runs (see _stream.install_exit_hook).
@@ -201,19 +75,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_inherited_streams)
 
 
-class StreamState:
+class StreamState(BlockEvents):
     """One streamed request: its inference span and its tool-call blocks."""
 
     def __init__(self, telemetry: Telemetry, request: RequestInfo) -> None:
-        self._t = telemetry
+        self._t = self.telemetry = telemetry
         self.request = request
         self.provider = request.provider
         self.model = request.model
         self.start_ns = request.start_ns or _time_ns()
-        self.open: dict[Hashable, _Call] = {}
+        self.open: dict[Hashable, Call] = {}
         # The last block whose own completion event arrived but whose outcome a later stop reason
         # may still change (Anthropic/Bedrock/Cohere block-stop before the message-level stop).
-        self._pending: _Call | None = None
+        self._pending: Call | None = None
         # The abort reason the pending block takes when no stop reason settles it (None: completed).
         self._pending_default: str | None = None
         self._finish_reasons: dict[int, str] = {}
@@ -242,12 +116,12 @@ class StreamState:
         if request.adopted_span is not None:
             self.span: Span = request.adopted_span
         elif telemetry.settings.inference_spans:
-            self.span = _start_span(
+            self.span = start_span(
                 telemetry.tracer,
                 f"{request.operation} {request.model}" if request.model else request.operation,
                 context=parent,
                 kind=SpanKind.CLIENT,
-                attributes=self._inference_attributes(),
+                attributes=inference.inference_attributes(self),
                 start_time=self.start_ns,
             )
             self._owns_span = True
@@ -267,21 +141,6 @@ class StreamState:
         watcher, self.watcher = self.watcher, None
         if watcher is not None:
             watcher.detach()
-
-    def _inference_attributes(self) -> dict[str, Any]:
-        r = self.request
-        attributes: dict[str, Any] = {
-            n.GEN_AI_OPERATION_NAME: r.operation,
-            n.GEN_AI_PROVIDER_NAME: r.provider,
-            n.GEN_AI_REQUEST_STREAM: True,
-        }
-        if r.model:
-            attributes[n.GEN_AI_REQUEST_MODEL] = r.model
-        if r.server_address:
-            attributes[n.SERVER_ADDRESS] = r.server_address
-        if r.server_port:
-            attributes[n.SERVER_PORT] = r.server_port
-        return attributes
 
     def set_provider(self, provider: str) -> None:
         """A routing layer above the SDK (LiteLLM) names the provider better than the SDK's client;
@@ -311,161 +170,6 @@ class StreamState:
             with self._lock:
                 self.buffered = self.buffered or not self._done
 
-    # -- block events ----------------------------------------------------------------------------
-
-    def block_started(
-        self,
-        key: Hashable,
-        *,
-        name: str,
-        call_id: str | None = None,
-        index: int | None = None,
-        tool_type: str = n.TOOL_TYPE_FUNCTION,
-        choice: int = 0,
-        whole: bool = False,
-    ) -> None:
-        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts)."""
-        ends: list[_End] = []
-        with self._lock:
-            if self._done:
-                return
-            previous = self.open.pop(key, None)
-            if previous is not None:
-                # Ended now, before the new block's span starts, though the span work comes later.
-                ends.append((previous, n.INCOMPLETE, None, _time_ns()))
-            self._take_pending(ends)
-            call = self._start_call(key, name, call_id, index, tool_type, choice, whole)
-            if self._done:
-                # Finalized while the span was being started (a span processor, or a collection in
-                # this thread, ended the stream): the call ends as the stream did, not left open.
-                reason, error_type = self._closing
-                ends.append((call, reason, error_type, None))
-            else:
-                self.open[key] = call
-            self._choices_with_calls.add(choice)
-            self.tool_calls += 1
-        self._end_calls(ends)
-
-    def _start_call(
-        self,
-        key: Hashable,
-        name: str,
-        call_id: str | None,
-        index: int | None,
-        tool_type: str,
-        choice: int,
-        whole: bool,
-    ) -> _Call:
-        name = name[: n.MAX_NAME_LENGTH]
-        attributes: dict[str, Any] = {
-            n.GEN_AI_PROVIDER_NAME: self.provider,
-            n.GEN_AI_TOOL_NAME: name,
-            n.GEN_AI_TOOL_TYPE: tool_type,
-        }
-        if self.model:
-            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        if call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(call_id)
-        if index is not None:
-            attributes[n.TOOLCALL_INDEX] = index
-        start_ns = _time_ns()
-        span = _start_span(
-            self._t.tracer,
-            n.TOOL_CALL_SPAN_PREFIX + name,
-            context=self._child_context,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            start_time=start_ns,
-        )
-        return _Call(
-            key,
-            choice,
-            index,
-            call_id or None,
-            name,
-            tool_type,
-            span,
-            start_ns,
-            self._t.settings.capture_content,
-            whole,
-        )
-
-    def fragment(self, key: Hashable, text: str | None) -> None:
-        """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
-        if not text:
-            return
-        call = self.open.get(key)
-        if call is None:
-            _log.debug("argument fragment for a block that never started: %r", key)
-            return
-        call.deltas += 1
-        call.size += len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-        if call.content is not None:
-            call.keep(text)
-
-    def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
-        """A fragment whose size the adapter measured (arguments that arrive as values, not text)."""
-        call = self.open.get(key)
-        if call is None:
-            _log.debug("argument fragment for a block that never started: %r", key)
-            return
-        call.deltas += 1
-        call.size += nbytes
-        if call.content is not None and text is not None:
-            call.keep(text)
-
-    def block_stopped(self, key: Hashable, *, unsettled: str | None = None) -> None:
-        """The block's own completion event; a later stop reason may still truncate it.
-
-        ``unsettled``: the abort reason it takes if nothing settles it (an OpenAI Responses item
-        done with status ``incomplete`` is ``truncated`` unless a ``response.incomplete`` says why).
-        """
-        ends: list[_End] = []
-        with self._lock:
-            call = self.open.pop(key, None)
-            if call is None:
-                return
-            self._take_pending(ends)
-            call.stop_ns = _time_ns()
-            self._pending = call
-            self._pending_default = unsettled
-        self._end_calls(ends)
-
-    def block_completed(self, key: Hashable) -> None:
-        """A completion event nothing later can overturn (OpenAI Responses item done, Gemini part)."""
-        self.block_aborted(key, None)
-
-    def block_aborted(self, key: Hashable, reason: str | None, error_type: str | None = None) -> None:
-        with self._lock:
-            call = self.open.pop(key, None)
-        if call is not None:
-            self._end_call(call, reason, error_type)
-
-    def other_block_started(self) -> None:
-        """Any new block (text included) settles the pending one: the limit did not cut it."""
-        ends: list[_End] = []
-        with self._lock:
-            self._take_pending(ends)
-        self._end_calls(ends)
-
-    def _take_pending(self, ends: list[_End], reason: str | None = None) -> None:
-        """Under the lock: the pending call, settled with ``reason`` (or its default), to be ended."""
-        call, self._pending = self._pending, None
-        default, self._pending_default = self._pending_default, None
-        if call is not None:
-            ends.append((call, reason or default, None, call.stop_ns))
-
-    def _take_open(self, ends: list[_End], reason: str, error_type: str | None) -> None:
-        """Under the lock: every open call, to be ended with ``reason``."""
-        for call in self.open.values():
-            ends.append((call, reason, error_type, None))
-        self.open.clear()
-
-    def _end_calls(self, ends: list[_End]) -> None:
-        """Outside the lock: the calls the locked part took, ended by this thread and no other."""
-        for call, reason, error_type, end_ns in ends:
-            self._end_call(call, reason, error_type, end_ns)
-
     # -- stream-level events ---------------------------------------------------------------------
 
     def settle(self, reason: str | None, *, choice: int | None = None, completes_open: bool = False) -> None:
@@ -474,7 +178,7 @@ class StreamState:
         ``completes_open``: the reason is itself the calls' completion event (OpenAI chat).
         """
         abort = classify(reason)
-        ends: list[_End] = []
+        ends: list[End] = []
         with self._lock:
             if self._done:
                 return
@@ -504,11 +208,11 @@ class StreamState:
             if span is not None and span.is_recording():
                 # Someone else's span (an SDK that traces itself) may end with the body, before this
                 # stream is finalized: its toolcall.* attributes are written now, while it is open.
-                self._annotate(span, self._stream_outcome(n.INCOMPLETE, None)[0])
+                inference.annotate(self, span, inference.stream_outcome(self, n.INCOMPLETE, None)[0])
 
     def error_event(self, error_type: str | None) -> None:
         """An in-stream error event that raised nothing: open calls end as stream errors now."""
-        ends: list[_End] = []
+        ends: list[End] = []
         with self._lock:
             if self._done:
                 return
@@ -537,7 +241,7 @@ class StreamState:
         self.finalize(n.ABANDONED)
 
     def finalize(self, reason: str, error_type: str | None = None) -> None:
-        ends: list[_End] = []
+        ends: list[End] = []
         with self._lock:
             if self._done:
                 return
@@ -551,123 +255,14 @@ class StreamState:
             watcher.detach()
         self._end_calls(ends)
         try:
-            self._end_inference(reason, error_type)
-        except Exception:
-            _log.debug("otel_toolcalls: failed to finalize a stream", exc_info=True)
+            inference.end_inference(self, reason, error_type, _time_ns())
+        except Exception as exc:
+            report("end_inference", exc)
 
-    def _stream_outcome(self, reason: str, error_type: str | None) -> tuple[str | None, str | None]:
-        """(abort reason or None for completed, error type) of the stream as a whole."""
-        if self._error_type is not None or reason == n.STREAM_ERROR:
-            return n.STREAM_ERROR, error_type or self._error_type
-        if self._stop_abort is not None:
-            return self._stop_abort, None
-        if self._final:
-            return None, None
-        return reason, None
-
-    def _end_inference(self, reason: str, error_type: str | None) -> None:
-        span = self.span
-        outcome_reason, error_type = self._stream_outcome(reason, error_type)
-        end_ns = _time_ns()
-        # Guarded alone: a failing meter must not leave the inference span unended.
-        _guarded(self._record_inference, error_type, end_ns)
-        if not span.is_recording():
-            return
-        if not self._owns_span and self.request.adopted_span is None:
-            # Inference spans off: the current span is the caller's (an agent turn), not this request's.
-            return
-        self._annotate(span, outcome_reason)
-        if not self._owns_span:
-            return
-        if self.response_id:
-            span.set_attribute(n.GEN_AI_RESPONSE_ID, self.response_id)
-        if self.response_model:
-            span.set_attribute(n.GEN_AI_RESPONSE_MODEL, self.response_model)
-        if self.usage is not None and reports_usage(self):
-            span.set_attributes(span_attributes(self.usage))
-        choices = sorted(set(self._finish_reasons) | self._choices_with_calls) or [0]
-        span.set_attribute(
-            n.GEN_AI_RESPONSE_FINISH_REASONS, [self._finish_reasons.get(c, "error") for c in choices]
-        )
-        if error_type is not None:
-            span.set_attribute(n.ERROR_TYPE, error_type)
-            span.set_status(Status(StatusCode.ERROR, f"stream failed: {error_type}"))
-        span.end(end_time=end_ns)
-
-    def _record_inference(self, error_type: str | None, end_ns: int) -> None:
-        self._t.inference.record(self, error_type=error_type, end_ns=end_ns)
-        if self.buffered:
-            attributes = {n.GEN_AI_PROVIDER_NAME: self.provider}
-            if self.model:
-                attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-            self._t.stream_buffered.add(1, attributes)
-
-    def _annotate(self, span: Span, outcome_reason: str | None) -> None:
-        span.set_attribute(n.TOOLCALL_COUNT, self.tool_calls)
-        if outcome_reason is None:
-            span.set_attribute(n.TOOLCALL_OUTCOME, n.COMPLETED)
-        else:
-            span.set_attribute(n.TOOLCALL_OUTCOME, n.ABORTED)
-            span.set_attribute(n.TOOLCALL_ABORT_REASON, outcome_reason)
-        if self.buffered:
-            span.set_attribute(n.TOOLCALL_STREAM_BUFFERED, True)
-
-    # -- one call's end ----------------------------------------------------------------------------
+    def _now(self) -> int:
+        return _time_ns()
 
     def _end_call(
-        self, call: _Call, reason: str | None, error_type: str | None, end_ns: int | None = None
+        self, call: Call, reason: str | None, error_type: str | None, end_ns: int | None = None
     ) -> None:
-        """Remembers a call, records its metrics and ends its span; ``reason`` None is completed.
-
-        The registry and the metrics come first, each guarded on its own: neither depends on the
-        exporter path that ``span.end()`` runs (a synchronous processor, a raising one)."""
-        end_ns = end_ns or _time_ns()
-        outcome = n.COMPLETED if reason is None else n.ABORTED
-        if reason == n.STREAM_ERROR:
-            error_type = error_type or n.OTHER
-        elif reason is not None:
-            error_type = reason
-        if call.call_id:
-            _guarded(self._remember, call, outcome, reason)
-        _guarded(self._record_metrics, call, outcome, reason, error_type, end_ns)
-        _guarded(self._end_span, call, outcome, reason, error_type, end_ns)
-
-    def _remember(self, call: _Call, outcome: str, reason: str | None) -> None:
-        assert call.call_id is not None
-        record = CallRecord(outcome, reason, call.name, call.tool_type, call.span.get_span_context())
-        self._t.registry.put(call.call_id, record)
-
-    @staticmethod
-    def _end_span(call: _Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int) -> None:
-        span = call.span
-        if span.is_recording():
-            span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
-            if call.deltas or not call.whole:
-                span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
-            span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
-            if reason is not None:
-                span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
-                span.set_attribute(n.ERROR_TYPE, error_type or reason)
-                span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
-            if call.content is not None:
-                span.set_attribute(n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content))
-        span.end(end_time=end_ns)
-
-    def _record_metrics(
-        self, call: _Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int
-    ) -> None:
-        t = self._t
-        attributes: dict[str, Any] = {
-            n.GEN_AI_PROVIDER_NAME: self.provider,
-            n.GEN_AI_TOOL_NAME: t.tool_name_for_metrics(call.name),
-            n.TOOLCALL_OUTCOME: outcome,
-        }
-        if self.model:
-            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        if call.deltas or not call.whole:
-            t.arguments_size.record(call.size, attributes)
-        t.arguments_deltas.record(call.deltas, attributes)
-        if reason is not None:
-            attributes = {**attributes, n.TOOLCALL_ABORT_REASON: reason, n.ERROR_TYPE: error_type or reason}
-        t.calls.add(1, attributes)
-        t.duration.record(max(0, end_ns - call.start_ns) / 1e9, attributes)
+        end_call(self._t, (self.provider, self.model), call, reason, error_type, end_ns or _time_ns())

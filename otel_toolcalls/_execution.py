@@ -14,7 +14,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from . import _names as n
+from . import _spans
 from ._linking import IncompleteToolCallError, annotate_execution, execute_tool
 from ._registry import call_key
 from ._telemetry import Telemetry
@@ -58,10 +58,7 @@ def execution_in_progress() -> Span | None:
     span = trace.get_current_span()
     if not span.is_recording():
         return None
-    attributes = getattr(span, "attributes", None) or {}
-    if attributes.get(n.GEN_AI_OPERATION_NAME) == n.OPERATION_EXECUTE_TOOL:
-        return span
-    return None
+    return span if _spans.is_execution(span) else None
 
 
 class Execution:
@@ -87,7 +84,7 @@ class Execution:
             self._token = _CALL_ID.set(self._call_id)
             span = execution_in_progress()
             if span is not None and self._same_call(span):
-                if n.TOOLCALL_OUTCOME not in (getattr(span, "attributes", None) or {}):
+                if not _spans.is_annotated(span):
                     annotate_execution(span, self._call_id, telemetry=self._telemetry)
                 return
             scope = execute_tool(self._call_id, name=self._name, telemetry=self._telemetry)
@@ -109,8 +106,7 @@ class Execution:
         self._reset()
 
     def _same_call(self, span: Span) -> bool:
-        attributes = getattr(span, "attributes", None) or {}
-        other = attributes.get(n.GEN_AI_TOOL_CALL_ID)
+        other = _spans.call_id_of(span)
         if other is None or self._call_id is None:
             return True
         # A framework's span may carry the id whole, ours carries it cut.

@@ -20,6 +20,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from . import _names as n
+from . import _spans
 from ._core import error_type_of
 from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry, current
@@ -78,6 +79,7 @@ def annotate_execution(
     The span is never ended here."""
     telemetry = telemetry if telemetry is not None else current()
     record = _lookup(telemetry, call_id)
+    _spans.annotated(span, call_key(call_id) if call_id else None)
     try:
         span.set_attribute(n.TOOLCALL_OUTCOME, record.outcome if record else n.UNKNOWN)
         link = _link_to(record)
@@ -165,6 +167,7 @@ class execute_tool:
             span.set_status(Status(StatusCode.ERROR, "refused: the streamed tool call was aborted"))
             self._finish(_REFUSED_ERROR_TYPE)
             raise IncompleteToolCallError(self.call_id, name, record.reason)
+        _spans.made(span, call_key(self.call_id) if self.call_id else None)
         self._token = otel_context.attach(trace.set_span_in_context(span))
         return span
 

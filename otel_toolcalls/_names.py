@@ -30,6 +30,8 @@ GEN_AI_TOKEN_MODALITY = "gen_ai.token.modality"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 ERROR_TYPE = "error.type"
+# Where the package itself failed (toolcall.internal_errors): a code location, a bounded set.
+ERROR_SITE = "error.site"
 
 # The package's own attributes.
 TOOLCALL_INDEX = "toolcall.index"
@@ -72,6 +74,7 @@ METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS = "gen_ai.client.inference.usage.cache_wri
 METRIC_USAGE_REASONING_OUTPUT_TOKENS = "gen_ai.client.inference.usage.reasoning.output_tokens"
 METRIC_REPLAYED_ABORTED = "toolcall.replayed_aborted"
 METRIC_STREAM_BUFFERED = "toolcall.stream.buffered"
+METRIC_INTERNAL_ERRORS = "toolcall.internal_errors"
 
 # Outcomes.
 COMPLETED = "completed"

@@ -1,8 +1,8 @@
 """The one finalize-once stream wrapper every adapter hands its SDK's iterator to.
 
 Reading a chunk and processing it are guarded separately: what the SDK's iterator raises is the
-stream's failure and goes back to the caller untouched; what processing raises is ours, logged at
-debug level and dropped, and the chunk is yielded exactly as the SDK made it.
+stream's failure and goes back to the caller untouched; what processing raises is ours, counted and
+logged (_internal) and dropped, and the chunk is yielded exactly as the SDK made it.
 
 The sync and async generators differ only in ``for``/``async for`` and in cancellation; every
 decision they lead to lives in ``StreamState``.
@@ -23,6 +23,7 @@ from opentelemetry.trace import SpanKind
 
 from . import _names as n
 from ._core import LIVE, StreamState
+from ._internal import report, site_of
 
 _log = logging.getLogger(__name__)
 
@@ -49,8 +50,8 @@ def wrap_sync(inner: Iterator[T], state: StreamState, process: Process) -> Itera
                 if count <= probe:
                     _early_chunk(state, count, probe)
                 process(state, chunk)
-            except Exception:
-                _log.debug("otel_toolcalls: could not process a chunk", exc_info=True)
+            except Exception as exc:
+                report(site_of(process), exc)
             yield chunk
     except GeneratorExit:
         # Nobody closed the stream through a path we watch (that would have finalized it first):
@@ -74,20 +75,25 @@ async def wrap_async(inner: AsyncIterator[T], state: StreamState, process: Proce
                 if count <= probe:
                     _early_chunk(state, count, probe)
                 process(state, chunk)
-            except Exception:
-                _log.debug("otel_toolcalls: could not process a chunk", exc_info=True)
+            except Exception as exc:
+                report(site_of(process), exc)
             yield chunk
-    except GeneratorExit:
-        state.abandoned()
-        raise
-    except asyncio.CancelledError:
-        state.cancelled()
-        raise
     except BaseException as exc:
-        state.failed(exc)
+        ended_by(state, exc)
         raise
     else:
         state.ended()
+
+
+def ended_by(state: StreamState, exc: BaseException) -> None:
+    """What an exception out of the SDK's async iterator (or the await that sends the request)
+    means for the stream: collected, cancelled, or failed."""
+    if isinstance(exc, GeneratorExit):
+        state.abandoned()
+    elif isinstance(exc, asyncio.CancelledError):
+        state.cancelled()
+    else:
+        state.failed(exc)
 
 
 def watch(owner: object, state: StreamState) -> None:

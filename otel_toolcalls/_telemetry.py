@@ -105,6 +105,11 @@ class Telemetry:
             unit="{stream}",
             description="Streams whose chunks arrived in one burst after a long wait.",
         )
+        self.internal_errors = meter.create_counter(
+            n.METRIC_INTERNAL_ERRORS,
+            unit="{error}",
+            description="Failures of the package's own steps, by site; none reached the application.",
+        )
 
 
 _ACTIVE: Telemetry | None = None

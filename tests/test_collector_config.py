@@ -89,6 +89,7 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     N.METRIC_USAGE_REASONING_OUTPUT_TOKENS: ("counter", "{token}", _TOKENS),
     N.METRIC_REPLAYED_ABORTED: ("counter", "{call}", _PMT),
     N.METRIC_STREAM_BUFFERED: ("counter", "{stream}", _PM),
+    N.METRIC_INTERNAL_ERRORS: ("counter", "{error}", (N.ERROR_SITE, N.ERROR_TYPE)),
 }
 _UNIT_SUFFIX = {"s": "_seconds", "By": "_bytes"}
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
-from .._core import StreamState
+from .._sink import Sink
 
 _log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ TOOL_TYPES = {
 }
 
 
-def process_event(state: StreamState, event: Any) -> None:
+def process_event(state: Sink, event: Any) -> None:
     kind = event.type
     if kind == "content_block_delta":
         # The hot path, one attribute check per event:
@@ -42,7 +42,7 @@ def process_event(state: StreamState, event: Any) -> None:
         handler(state=state, event=event)
 
 
-def _message_start(*, state: StreamState, event: Any) -> None:
+def _message_start(*, state: Sink, event: Any) -> None:
     # {"type":"message_start","message":{"id":"msg_01","model":"claude-sonnet-4-5",...}}
     message = event.message
     state.response_id = getattr(message, "id", None)
@@ -51,7 +51,7 @@ def _message_start(*, state: StreamState, event: Any) -> None:
     state.pending_usage = getattr(message, "usage", None)
 
 
-def _block_start(*, state: StreamState, event: Any) -> None:
+def _block_start(*, state: Sink, event: Any) -> None:
     # {"type":"content_block_start","index":1,
     #  "content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}
     block = event.content_block
@@ -70,19 +70,19 @@ def _block_start(*, state: StreamState, event: Any) -> None:
     )
 
 
-def _block_stop(*, state: StreamState, event: Any) -> None:
+def _block_stop(*, state: Sink, event: Any) -> None:
     # {"type":"content_block_stop","index":1}
     state.block_stopped(event.index)
 
 
-def _message_delta(*, state: StreamState, event: Any) -> None:
+def _message_delta(*, state: Sink, event: Any) -> None:
     # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},
     #  "usage":{"output_tokens":42}}: cumulative counts, the message's final usage.
     state.settle(event.delta.stop_reason)
     state.usage = usage.anthropic(state.pending_usage, getattr(event, "usage", None))
 
 
-def _message_stop(*, state: StreamState, event: Any) -> None:
+def _message_stop(*, state: Sink, event: Any) -> None:
     # {"type":"message_stop"}
     state.final_event()
 

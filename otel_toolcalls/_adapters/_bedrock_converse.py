@@ -8,41 +8,17 @@ call's state are read; the argument fragment is counted, never parsed or joined.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
-from .._core import StreamState
+from .._sink import Sink
 
 _log = logging.getLogger(__name__)
 
 
-def process_event(state: StreamState, event: Any) -> None:
-    # The hot event first: one dict lookup decides most events.
-    body = event.get("contentBlockDelta")
-    if body is not None:
-        _block_delta(state, body=body)
-        return
-    body = event.get("contentBlockStart")
-    if body is not None:
-        _block_start(state, body=body)
-        return
-    body = event.get("contentBlockStop")
-    if body is not None:
-        # {"contentBlockStop":{"contentBlockIndex":0}}
-        state.block_stopped(body.get("contentBlockIndex"))
-        return
-    body = event.get("messageStop")
-    if body is not None:
-        _message_stop(state, body=body)
-        return
-    body = event.get("metadata")
-    if body is not None:
-        # After messageStop: {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,...},...}}
-        state.usage = usage.bedrock(body)
-
-
-def _block_delta(state: StreamState, *, body: Any) -> None:
+def _block_delta(state: Sink, *, body: Any) -> None:
     tool_use = body["delta"].get("toolUse")
     if tool_use is not None:
         # {"contentBlockDelta":{"delta":{"toolUse":{"input":"{\"loc"}},"contentBlockIndex":0}}
@@ -54,7 +30,7 @@ def _block_delta(state: StreamState, *, body: Any) -> None:
     state.other_block_started()
 
 
-def _block_start(state: StreamState, *, body: Any) -> None:
+def _block_start(state: Sink, *, body: Any) -> None:
     tool_use = body["start"].get("toolUse")
     if tool_use is None:
         # {"contentBlockStart":{"start":{"image":{...}},"contentBlockIndex":2}}
@@ -77,8 +53,36 @@ def _block_start(state: StreamState, *, body: Any) -> None:
     )
 
 
-def _message_stop(state: StreamState, *, body: Any) -> None:
+def _block_stop(state: Sink, *, body: Any) -> None:
+    # {"contentBlockStop":{"contentBlockIndex":0}}
+    state.block_stopped(body.get("contentBlockIndex"))
+
+
+def _metadata(state: Sink, *, body: Any) -> None:
+    # After messageStop: {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,...},...}}
+    state.usage = usage.bedrock(body)
+
+
+def _message_stop(state: Sink, *, body: Any) -> None:
     # {"messageStop":{"stopReason":"max_tokens"}}: max_tokens / model_context_window_exceeded
     # truncate, guardrail_intervened / content_filtered filter, malformed_* are malformed.
     state.settle(body.get("stopReason"))
     state.final_event()
+
+
+_HANDLERS: dict[str, Callable[..., None]] = {
+    "contentBlockDelta": _block_delta,
+    "contentBlockStart": _block_start,
+    "contentBlockStop": _block_stop,
+    "messageStop": _message_stop,
+    "metadata": _metadata,
+}
+
+
+def process_event(state: Sink, event: Any) -> None:
+    # A parsed event is one key, its type: {"contentBlockDelta": {...}}.
+    for kind, body in event.items():
+        handler = _HANDLERS.get(kind)
+        if handler is not None and body is not None:
+            handler(state, body=body)
+            return

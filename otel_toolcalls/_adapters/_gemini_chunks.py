@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from .. import _usage as usage
-from .._core import StreamState, classify
+from .._sink import Sink, classify
 
 _log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def reason_text(reason: Any) -> str:
     return str(getattr(reason, "value", reason))
 
 
-def process_chunk(state: StreamState, chunk: Any) -> None:
+def process_chunk(state: Sink, chunk: Any) -> None:
     if state.response_id is None:
         state.response_id = chunk.response_id or ""
         state.response_model = chunk.model_version
@@ -47,7 +47,7 @@ def process_chunk(state: StreamState, chunk: Any) -> None:
         state.usage = usage.gemini(chunk.usage_metadata)
 
 
-def _candidate(state: StreamState, candidate: Any) -> bool:
+def _candidate(state: Sink, candidate: Any) -> bool:
     """Translates one candidate; True when it carried its finish reason."""
     choice = candidate.index or 0
     finish = candidate.finish_reason
@@ -70,10 +70,9 @@ def _candidate(state: StreamState, candidate: Any) -> bool:
     return True
 
 
-def _function_call(state: StreamState, call: Any, *, choice: int, aborts: bool) -> None:
+def _function_call(state: Sink, call: Any, *, choice: int, aborts: bool) -> None:
     key = choice
-    open_call = state.open.get(key)
-    if open_call is None or call.args is not None or _new_id(open_call.call_id, call.id):
+    if not state.is_open(key) or call.args is not None or _new_id(state.call_id_of(key), call.id):
         # {"functionCall": {"name": "get_weather", "args": {"city": "Zürich"}, "id": "fc_1"}}  (whole)
         # {"functionCall": {"name": "get_weather", "willContinue": true}}  (Vertex: a run starts)
         name = call.name
@@ -95,7 +94,7 @@ def _function_call(state: StreamState, call: Any, *, choice: int, aborts: bool) 
     state.block_completed(key)
 
 
-def _partial_arg(state: StreamState, key: int, arg: Any) -> None:
+def _partial_arg(state: Sink, key: int, arg: Any) -> None:
     text = arg.string_value
     if text is None:
         text = _literal(arg)

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
-from .._core import StreamState
+from .._sink import Sink, by_type
 
 _log = logging.getLogger(__name__)
 
@@ -27,12 +27,12 @@ _TOOL_TYPES = {
 }
 
 
-def _created(state: StreamState, event: Any) -> None:
+def _created(state: Sink, event: Any) -> None:
     # {"type":"response.created","response":{"id":"resp_1","model":"gpt-4.1-2025-04-14",...}}
     _identify(state, event.response)
 
 
-def _identify(state: StreamState, response: Any) -> None:
+def _identify(state: Sink, response: Any) -> None:
     # Also called at the end: a resumed stream (retrieve with starting_after) may never show
     # response.created.
     if state.response_id is None:
@@ -40,7 +40,7 @@ def _identify(state: StreamState, response: Any) -> None:
         state.response_model = response.model
 
 
-def _item_added(state: StreamState, event: Any) -> None:
+def _item_added(state: Sink, event: Any) -> None:
     # {"type":"response.output_item.added","output_index":1,
     #  "item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":""}}
     item = event.item
@@ -57,12 +57,12 @@ def _item_added(state: StreamState, event: Any) -> None:
     state.fragment(key, getattr(item, "input" if kind == "custom_tool_call" else "arguments", None))
 
 
-def _delta(state: StreamState, event: Any) -> None:
+def _delta(state: Sink, event: Any) -> None:
     # {"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"lo"}
     state.fragment(event.item_id or event.output_index, event.delta)
 
 
-def _item_done(state: StreamState, event: Any) -> None:
+def _item_done(state: Sink, event: Any) -> None:
     # {"type":"response.output_item.done","item":{"type":"function_call","id":"fc_1","status":"completed"}}
     item = event.item
     if item.type not in _TOOL_TYPES:
@@ -80,7 +80,7 @@ def _item_done(state: StreamState, event: Any) -> None:
         state.block_completed(key)
 
 
-def _usage(state: StreamState, response: Any) -> None:
+def _usage(state: Sink, response: Any) -> None:
     # The response object of the final event: {"usage":{"input_tokens":36,"output_tokens":87,...}}
     found = usage.openai_responses(getattr(response, "usage", None))
     if found is not None:
@@ -93,7 +93,7 @@ def _error_type(error: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _completed(state: StreamState, event: Any) -> None:
+def _completed(state: Sink, event: Any) -> None:
     # {"type":"response.completed","response":{"status":"completed","usage":{...},...}}
     _identify(state, event.response)
     _usage(state, event.response)
@@ -101,7 +101,7 @@ def _completed(state: StreamState, event: Any) -> None:
     state.final_event()
 
 
-def _incomplete(state: StreamState, event: Any) -> None:
+def _incomplete(state: Sink, event: Any) -> None:
     # {"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},...}}
     _identify(state, event.response)
     _usage(state, event.response)
@@ -109,12 +109,12 @@ def _incomplete(state: StreamState, event: Any) -> None:
     reason = (details.reason if details is not None else None) or "incomplete"
     state.settle(reason)
     # A reason the package does not know still ended the response before these calls completed.
-    for key in list(state.open):
+    for key in state.open_keys():
         state.block_aborted(key, n.TRUNCATED)
     state.final_event()
 
 
-def _failed(state: StreamState, event: Any) -> None:
+def _failed(state: Sink, event: Any) -> None:
     # {"type":"response.failed","response":{"status":"failed","error":{"code":"server_error",...}}}
     _identify(state, event.response)
     _usage(state, event.response)
@@ -122,12 +122,12 @@ def _failed(state: StreamState, event: Any) -> None:
     state.error_event(error.code if error is not None else None)
 
 
-def _error(state: StreamState, event: Any) -> None:
+def _error(state: Sink, event: Any) -> None:
     # {"type":"error","code":"server_error","message":"...","param":null}
     state.error_event(event.code)
 
 
-_HANDLERS: dict[str, Callable[[StreamState, Any], None]] = {
+_HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
     "response.function_call_arguments.delta": _delta,
     "response.custom_tool_call_input.delta": _delta,
     "response.mcp_call_arguments.delta": _delta,
@@ -141,7 +141,4 @@ _HANDLERS: dict[str, Callable[[StreamState, Any], None]] = {
 }
 
 
-def process_event(state: StreamState, event: Any) -> None:
-    handler = _HANDLERS.get(event.type)
-    if handler is not None:
-        handler(state, event)
+process_event = by_type(_HANDLERS, name="process_event", module=__name__)

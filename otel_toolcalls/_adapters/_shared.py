@@ -1,24 +1,18 @@
-"""Two small steps every adapter needs: a guarded call, and the server of a request's URL."""
+"""The server of a request's URL; ``guarded`` (the package's one guarded step) for the adapters."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
+
+from .._internal import guarded
+
+__all__ = ["guarded", "server_of"]
 
 _log = logging.getLogger(__name__)
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
-
-
-def guarded(step: Callable[..., None], *args: Any) -> None:
-    """Runs an instrumentation step that must never raise into the application."""
-    try:
-        step(*args)
-    except Exception:
-        _log.debug("otel_toolcalls: instrumentation step %s failed", getattr(step, "__qualname__", step),
-                   exc_info=True)  # fmt: skip
 
 
 def server_of(url: Any) -> tuple[str | None, int | None]:

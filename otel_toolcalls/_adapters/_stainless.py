@@ -12,35 +12,21 @@ Choke points, and why:
 
 from __future__ import annotations
 
-import contextvars
-import logging
-import time
-import weakref
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _replay
-from .._core import RequestInfo, StreamState
-from .._stream import (
-    Process,
-    bind,
-    close_seen,
-    foreign_inference_span,
-    install_exit_hook,
-    watch,
-    wrap_async,
-    wrap_sync,
-)
+from .._internal import report
+from .._request import Request, current, stash
+from .._stream import Process, close_seen
 from .._telemetry import Telemetry
 from ._patches import Patches
 from ._shared import guarded, server_of
-
-_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -52,16 +38,6 @@ class Route:
     operation: str = "chat"
     # The call ids of a request body's input history, for the replayed-aborted-call check (_replay).
     history_ids: _replay.HistoryIds | None = None
-
-
-@dataclass
-class _Pending:
-    start_ns: int
-    parent: otel_context.Context
-    route: Route
-    model: str | None
-    state: StreamState | None = None
-    replayed: _replay.Replayed | None = None
 
 
 @dataclass
@@ -84,6 +60,7 @@ class StainlessSDK:
     # dropping the user's object closes the wrapping generator instead, which reports `abandoned`.
     watch_streams: bool = True
     _patches: Patches = field(default_factory=Patches)
+    _telemetry: Any = None
 
     # -- wiring ------------------------------------------------------------------------------------
 
@@ -101,182 +78,96 @@ class StainlessSDK:
             __import__(f"{self.module}._base_client")
         except ImportError:
             return False
-        pending: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar(
-            f"otel_toolcalls_{self.module}_pending", default=None
-        )
-        # Request context of streams built after their request returned (raw responses, anthropic's
-        # lazy stream), keyed on the HTTP response.
-        stashed: weakref.WeakKeyDictionary[Any, _Pending] = weakref.WeakKeyDictionary()
-        sdk = self
-
-        def new_state(instance: Any) -> tuple[StreamState, Route] | None:
-            found = pending.get()
-            response = getattr(instance, "response", None)
-            if found is None and response is not None:
-                found = stashed.pop(response, None)
-            if found is not None:
-                route, start_ns, parent, model = found.route, found.start_ns, found.parent, found.model
-            else:
-                options = getattr(instance, "_options", None)
-                matched = sdk._route(options)
-                if matched is None:
-                    return None
-                route, start_ns, parent, model = (
-                    matched,
-                    time.time_ns(),
-                    otel_context.get_current(),
-                    _model(options),
-                )
-            adopted = foreign_inference_span(parent)
-            if adopted is None and sdk.find_sdk_span is not None:
-                adopted = sdk.find_sdk_span(instance)
-            client = getattr(instance, "_client", None)
-            host, port = _server(client)
-            state = StreamState(
-                telemetry,
-                RequestInfo(
-                    provider=sdk._provider(client),
-                    model=model,
-                    operation=route.operation,
-                    server_address=host,
-                    server_port=port,
-                    start_ns=start_ns,
-                    parent=parent,
-                    adopted_span=adopted,
-                ),
-            )
-            if found is not None:
-                found.state = state
-                _replay.record(telemetry, found.replayed, state.span, state.provider, model)
-            if response is not None:
-                bind(response, state)
-            if sdk.watch_streams:
-                watch(instance, state)
-            install_exit_hook()
-            return state, route
-
-        def stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-            iterator = wrapped(*args, **kwargs)
-            if not is_instrumentation_enabled():
-                return iterator
-            try:
-                made = new_state(instance)
-            except Exception:
-                _log.debug("otel_toolcalls: could not start tracing a %s stream", sdk.module, exc_info=True)
-                return iterator
-            if made is None:
-                return iterator
-            state, route = made
-            if hasattr(iterator, "__anext__"):
-                return wrap_async(iterator, state, route.process)
-            return wrap_sync(iterator, state, route.process)
-
-        def begin(args: Any, kwargs: Any, instance: Any) -> tuple[_Pending | None, Any]:
-            if not is_instrumentation_enabled():
-                return None, None
-            options = kwargs.get("options", args[1] if len(args) > 1 else None)
-            route = sdk._route(options)
-            if route is None:
-                return None, None
-            replayed = _replay.scan(telemetry, route.history_ids, getattr(options, "json_data", None))
-            if not kwargs.get("stream", False):
-                # No inference span of ours for a request that does not stream: the current span.
-                span = trace.get_current_span()
-                _replay.record(telemetry, replayed, span, sdk._provider(instance), _model(options))
-                return None, None
-            found = _Pending(
-                time.time_ns(), otel_context.get_current(), route, _model(options), None, replayed
-            )
-            return found, pending.set(found)
-
-        def finish(found: _Pending, result: Any) -> None:
-            if found.state is None:
-                response = getattr(result, "http_response", None) or getattr(result, "response", None)
-                if response is not None:
-                    stashed[response] = found
-
-        def fail(found: _Pending, instance: Any, exc: BaseException) -> None:
-            # The request failed before any stream existed: the inference span still records it.
-            if found.state is not None:
-                return
-            if (
-                not telemetry.settings.inference_spans
-                or foreign_inference_span(found.parent) is not None
-                or (sdk.sdk_traces is not None and sdk.sdk_traces(instance))
-            ):
-                span = trace.get_current_span(found.parent)
-                _replay.record(telemetry, found.replayed, span, sdk._provider(instance), found.model)
-                return
-            host, port = _server(instance)
-            state = StreamState(
-                telemetry,
-                RequestInfo(
-                    sdk._provider(instance),
-                    found.model,
-                    found.route.operation,
-                    host,
-                    port,
-                    found.start_ns,
-                    found.parent,
-                ),
-            )
-            _replay.record(telemetry, found.replayed, state.span, state.provider, found.model)
-            state.failed(exc)
-
-        def request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-            try:
-                found, token = begin(args, kwargs, instance)
-            except Exception:
-                _log.debug("otel_toolcalls: could not read a %s request", sdk.module, exc_info=True)
-                found = token = None
-            if found is None:
-                return wrapped(*args, **kwargs)
-            try:
-                result = wrapped(*args, **kwargs)
-            except Exception as exc:
-                guarded(fail, found, instance, exc)
-                raise
-            finally:
-                pending.reset(token)
-            guarded(finish, found, result)
-            return result
-
-        async def async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-            try:
-                found, token = begin(args, kwargs, instance)
-            except Exception:
-                _log.debug("otel_toolcalls: could not read a %s request", sdk.module, exc_info=True)
-                found = token = None
-            if found is None:
-                return await wrapped(*args, **kwargs)
-            try:
-                result = await wrapped(*args, **kwargs)
-            except Exception as exc:
-                guarded(fail, found, instance, exc)
-                raise
-            finally:
-                pending.reset(token)
-            guarded(finish, found, result)
-            return result
-
-        def close_wrapper(attribute: str) -> Callable[..., Any]:
-            def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-                close_seen(getattr(instance, attribute, None))
-                return wrapped(*args, **kwargs)
-
-            return wrapper
-
-        streaming = f"{self.module}._streaming"
-        base = f"{self.module}._base_client"
-        self._patches.wrap(streaming, "Stream.__stream__", stream_wrapper)
-        self._patches.wrap(streaming, "AsyncStream.__stream__", stream_wrapper)
-        self._patches.wrap(streaming, "Stream.close", close_wrapper("response"))
-        self._patches.wrap(streaming, "AsyncStream.close", close_wrapper("response"))
-        self._patches.wrap(base, "SyncAPIClient.request", request_wrapper)
-        self._patches.wrap(base, "AsyncAPIClient.request", async_request_wrapper)
+        self._telemetry = telemetry
+        streaming, base = f"{self.module}._streaming", f"{self.module}._base_client"
+        for cls in ("Stream", "AsyncStream"):
+            self._patches.wrap(streaming, f"{cls}.__stream__", self._stream_wrapper)
+            self._patches.wrap(streaming, f"{cls}.close", _close_wrapper("response"))
+        self._patches.wrap(base, "SyncAPIClient.request", self._request_wrapper)
+        self._patches.wrap(base, "AsyncAPIClient.request", self._async_request_wrapper)
         for module, attr, response_attribute in self.helper_closes:
-            self._patches.wrap(module, attr, close_wrapper(response_attribute))
+            self._patches.wrap(module, attr, _close_wrapper(response_attribute))
         return True
+
+    # -- the request: where its context is read ------------------------------------------------------
+
+    def _request_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        request = self._begin_guarded(instance, args, kwargs)
+        if request is None:
+            return wrapped(*args, **kwargs)
+        result = request.run(lambda: wrapped(*args, **kwargs))
+        guarded(_stash, request, result)
+        return result
+
+    async def _async_request_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        request = self._begin_guarded(instance, args, kwargs)
+        if request is None:
+            return await wrapped(*args, **kwargs)
+        result = await request.arun(wrapped(*args, **kwargs))
+        guarded(_stash, request, result)
+        return result
+
+    def _begin_guarded(self, instance: Any, args: Any, kwargs: Any) -> Request | None:
+        if not is_instrumentation_enabled():
+            return None
+        try:
+            return self._begin(instance, args, kwargs)
+        except Exception as exc:
+            report(f"{self.module} request", exc)
+            return None
+
+    def _begin(self, client: Any, args: Any, kwargs: Any) -> Request | None:
+        options = kwargs.get("options", args[1] if len(args) > 1 else None)
+        route = self._route(options)
+        if route is None:
+            return None
+        telemetry = self._telemetry
+        replayed = _replay.scan(telemetry, route.history_ids, getattr(options, "json_data", None))
+        if not kwargs.get("stream", False):
+            # No inference span of ours for a request that does not stream: the current span.
+            span = trace.get_current_span()
+            _replay.record(telemetry, replayed, span, self._provider(client), _model(options))
+            return None
+        return self._new_request(client, options, route, replayed=replayed)
+
+    def _new_request(self, client: Any, options: Any, route: Route, **known: Any) -> Request:
+        return Request(
+            self._telemetry,
+            self._provider(client),
+            _model(options),
+            route.operation,
+            _server(client),
+            sdk_traces=self.sdk_traces is not None and bool(self.sdk_traces(client)),
+            detail=(self, route),
+            **known,
+        )
+
+    # -- the stream: where the request meets its iterator --------------------------------------------
+
+    def _stream_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        iterator = wrapped(*args, **kwargs)
+        if not is_instrumentation_enabled():
+            return iterator
+        try:
+            return self._attach(instance, iterator)
+        except Exception as exc:
+            report(f"{self.module} stream", exc)
+            return iterator
+
+    def _attach(self, stream: Any, iterator: Any) -> Any:
+        response = getattr(stream, "response", None)
+        request = current(response)
+        if request is None or not (isinstance(request.detail, tuple) and request.detail[0] is self):
+            # Built outside a request this adapter saw (a stream made by hand): from its options.
+            options = getattr(stream, "_options", None)
+            route = self._route(options)
+            if route is None:
+                return iterator
+            request = self._new_request(getattr(stream, "_client", None), options, route)
+        sdk_span = None if self.find_sdk_span is None else functools.partial(self.find_sdk_span, stream)
+        owner = stream if self.watch_streams else None
+        process = request.detail[1].process
+        return request.attach(iterator, process, key=response, owner=owner, sdk_span=sdk_span)
 
     def uninstrument(self) -> None:
         self._patches.unwrap_all()
@@ -307,3 +198,16 @@ def _model(options: Any) -> str | None:
 
 def _server(client: Any) -> tuple[str | None, int | None]:
     return server_of(getattr(client, "base_url", None))
+
+
+def _stash(request: Request, result: Any) -> None:
+    # A raw response (or anthropic's lazy stream): the stream is built later, on its HTTP response.
+    stash(getattr(result, "http_response", None) or getattr(result, "response", None), request)
+
+
+def _close_wrapper(attribute: str) -> Callable[..., Any]:
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        close_seen(getattr(instance, attribute, None))
+        return wrapped(*args, **kwargs)
+
+    return wrapper

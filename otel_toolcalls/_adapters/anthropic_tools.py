@@ -15,6 +15,7 @@ runner's ``with`` block, so it reaches the code driving the runner (``until_done
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _names as n
+from .. import _spans
 from .._linking import IncompleteToolCallError, annotate_execution, execute_tool
 from .._registry import call_key
 from .._telemetry import Telemetry
@@ -40,26 +42,25 @@ _patches = Patches()
 def _sdk_execution_span(call_id: str) -> Any:
     """The SDK's execution span for ``call_id`` when it is the current span."""
     span = trace.get_current_span()
-    attributes = getattr(span, "attributes", None) or {}
     if (
         span.is_recording()
-        and attributes.get(n.GEN_AI_OPERATION_NAME) == n.OPERATION_EXECUTE_TOOL
-        and call_key(str(attributes.get(n.GEN_AI_TOOL_CALL_ID))) == call_key(call_id)
+        and _spans.is_execution(span)
+        and call_key(str(_spans.call_id_of(span))) == call_key(call_id)
     ):
         return span
     return None
 
 
 @contextlib.contextmanager
-def _traced_run(sdk_run: Any, call_id: str, name: str) -> Iterator[Any]:
+def _traced_run(telemetry: Telemetry, sdk_run: Any, call_id: str, name: str) -> Iterator[Any]:
     own: execute_tool | None = None
     with sdk_run as run:
         try:
             span = _sdk_execution_span(call_id)
             if span is not None:
-                annotate_execution(span, call_id)
+                annotate_execution(span, call_id, telemetry=telemetry)
             else:
-                own = execute_tool(call_id, name=name)
+                own = execute_tool(call_id, name=name, telemetry=telemetry)
                 own.__enter__()
         except IncompleteToolCallError:
             raise
@@ -88,7 +89,7 @@ def _mark_error_result(run: Any) -> None:
             span.set_status(trace.Status(trace.StatusCode.ERROR, "the tool returned an error result"))
 
 
-def _wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _wrapper(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     sdk_run = wrapped(*args, **kwargs)
     if not is_instrumentation_enabled():
         return sdk_run
@@ -98,11 +99,12 @@ def _wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     except Exception:
         _log.debug("otel_toolcalls: unexpected tool runner call", exc_info=True)
         return sdk_run
-    return _traced_run(sdk_run, call_id, name)
+    return _traced_run(telemetry, sdk_run, call_id, name)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, _TARGET, _wrapper)
+    # The telemetry this instrument() was given, not whichever is active when a tool runs.
+    return _patches.wrap(_MODULE, _TARGET, functools.partial(_wrapper, telemetry))
 
 
 def uninstrument() -> None:

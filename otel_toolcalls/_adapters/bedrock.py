@@ -17,18 +17,16 @@ Choke points, and why:
 
 from __future__ import annotations
 
-import contextvars
 import logging
-import time
-from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _replay
-from .._core import RequestInfo, StreamState
-from .._stream import bind, close_seen, foreign_inference_span, install_exit_hook, watch, wrap_sync
+from .._core import StreamState
+from .._internal import report
+from .._request import Request, current, model_of
+from .._stream import close_seen
 from .._telemetry import Telemetry
 from ._bedrock_converse import process_event
 from ._patches import Patches, Requires
@@ -50,20 +48,6 @@ REQUIRES = Requires(
 )
 
 
-@dataclass
-class _Request:
-    start_ns: int
-    parent: otel_context.Context
-    model: str | None
-    host: str | None
-    port: int | None
-    state: StreamState | None = None
-    replayed: _replay.Replayed | None = None
-
-
-_pending: contextvars.ContextVar[_Request | None] = contextvars.ContextVar(
-    "otel_toolcalls_bedrock_pending", default=None
-)
 _patches = Patches()
 
 
@@ -82,23 +66,13 @@ def instrument(telemetry: Telemetry) -> bool:
 
     def api_call_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
-            request = _begin(instance, args, kwargs)
-            if request is not None:
-                params = args[1] if len(args) > 1 else kwargs.get("api_params")
-                request.replayed = _replay.scan(telemetry, _replay.bedrock_ids, params)
-        except Exception:
-            _log.debug("otel_toolcalls: could not read a Bedrock request", exc_info=True)
+            request = _begin(telemetry, instance, args, kwargs)
+        except Exception as exc:
+            report("bedrock request", exc)
             request = None
         if request is None:
             return wrapped(*args, **kwargs)
-        token = _pending.set(request)
-        try:
-            return wrapped(*args, **kwargs)
-        except Exception as exc:
-            guarded(_request_failed, telemetry, request, exc)
-            raise
-        finally:
-            _pending.reset(token)
+        return request.run(lambda: wrapped(*args, **kwargs))
 
     def init_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
         wrapped(*args, **kwargs)
@@ -120,29 +94,15 @@ def uninstrument() -> None:
     _patches.unwrap_all()
 
 
-def _begin(client: Any, args: Any, kwargs: Any) -> _Request | None:
+def _begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request | None:
     operation = args[0] if args else kwargs.get("operation_name")
     if operation != OPERATION or not is_instrumentation_enabled():
         return None
     params = args[1] if len(args) > 1 else kwargs.get("api_params")
     model = params.get("modelId") if isinstance(params, dict) else None
-    host, port = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
-    return _Request(
-        time.time_ns(), otel_context.get_current(), model if isinstance(model, str) else None, host, port
-    )
-
-
-def _request_info(request: _Request) -> RequestInfo:
-    return RequestInfo(
-        provider=PROVIDER,
-        model=request.model,
-        operation="chat",
-        server_address=request.host,
-        server_port=request.port,
-        start_ns=request.start_ns,
-        parent=request.parent,
-        adopted_span=foreign_inference_span(request.parent),
-    )
+    server = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
+    replayed = _replay.scan(telemetry, _replay.bedrock_ids, params)
+    return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, detail=OPERATION)
 
 
 def _start_stream(telemetry: Telemetry, stream: Any) -> None:
@@ -151,18 +111,12 @@ def _start_stream(telemetry: Telemetry, stream: Any) -> None:
         # A subclass with an async generator (aiobotocore's AioEventStream): not supported.
         _log.debug("otel_toolcalls: %r has no sync event generator; not traced", type(stream))
         return
-    request = _pending.get()
-    if request is None:
+    request = current()
+    if request is None or request.detail != OPERATION:
         # Built outside _make_api_call (a test double, a custom parser): no model or endpoint.
-        request = _Request(time.time_ns(), otel_context.get_current(), None, None, None)
-    state = StreamState(telemetry, _request_info(request))
-    request.state = state
-    _replay.record(telemetry, request.replayed, state.span, PROVIDER, request.model)
-    stream._event_generator = wrap_sync(events, state, _raw_event)
-    stream._parse_event = _parse_hook(stream._parse_event, state)
-    bind(stream, state)
-    watch(stream, state)
-    install_exit_hook()
+        request = Request(telemetry, PROVIDER)
+    stream._event_generator = request.attach(events, _raw_event, key=stream, owner=stream)
+    stream._parse_event = _parse_hook(stream._parse_event, request.stream())
 
 
 def _parse_hook(parse: Any, state: StreamState) -> Any:
@@ -176,18 +130,8 @@ def _parse_hook(parse: Any, state: StreamState) -> Any:
             raise
         try:
             process_event(state, event)
-        except Exception:
-            _log.debug("otel_toolcalls: could not process a Bedrock event", exc_info=True)
+        except Exception as exc:
+            report("_adapters._bedrock_converse.process_event", exc)
         return event
 
     return parse_event
-
-
-def _request_failed(telemetry: Telemetry, request: _Request, exc: BaseException) -> None:
-    # The request failed before any stream existed (throttled, denied, validation): the inference
-    # span still records it.
-    if request.state is not None or not telemetry.settings.inference_spans:
-        return
-    if foreign_inference_span(request.parent) is not None:
-        return
-    StreamState(telemetry, _request_info(request)).failed(exc)

@@ -16,24 +16,15 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _usage as usage
-from .._core import RequestInfo, StreamState
-from .._stream import (
-    bind,
-    bound,
-    close_seen,
-    foreign_inference_span,
-    install_exit_hook,
-    wrap_async,
-    wrap_sync,
-)
+from .._request import Request, model_of
+from .._sink import Sink, by_type
+from .._stream import bound, close_seen
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 from ._returned import hand_back
@@ -61,12 +52,12 @@ _patches = Patches()
 # -- translator: one small function per event type ---------------------------------------------------
 
 
-def _message_start(state: StreamState, event: Any) -> None:
+def _message_start(state: Sink, event: Any) -> None:
     # {"type":"message-start","id":"c14c80c3-...","delta":{"message":{"role":"assistant"}}}
     state.response_id = event.id
 
 
-def _tool_call_start(state: StreamState, event: Any) -> None:
+def _tool_call_start(state: Sink, event: Any) -> None:
     # {"type":"tool-call-start","index":0,"delta":{"message":{"tool_calls":{"id":"get_weather_q0",
     #  "type":"function","function":{"name":"get_weather","arguments":""}}}}}
     call = event.delta.message.tool_calls
@@ -78,24 +69,24 @@ def _tool_call_start(state: StreamState, event: Any) -> None:
     state.fragment(event.index, function.arguments)
 
 
-def _tool_call_delta(state: StreamState, event: Any) -> None:
+def _tool_call_delta(state: Sink, event: Any) -> None:
     # {"type":"tool-call-delta","index":0,"delta":{"message":{"tool_calls":{"function":{"arguments":"{\""}}}}}
     function = event.delta.message.tool_calls.function
     if function is not None:
         state.fragment(event.index, function.arguments)
 
 
-def _tool_call_end(state: StreamState, event: Any) -> None:
+def _tool_call_end(state: Sink, event: Any) -> None:
     # {"type":"tool-call-end","index":0}
     state.block_stopped(event.index)
 
 
-def _content_start(state: StreamState, event: Any) -> None:
+def _content_start(state: Sink, event: Any) -> None:
     # {"type":"content-start","index":1,"delta":{"message":{"content":{"type":"text","text":""}}}}
     state.other_block_started()
 
 
-def _message_end(state: StreamState, event: Any) -> None:
+def _message_end(state: Sink, event: Any) -> None:
     # {"type":"message-end","delta":{"finish_reason":"TOOL_CALL","usage":{...}}}
     delta = event.delta
     state.settle(delta.finish_reason if delta is not None else None)
@@ -103,7 +94,7 @@ def _message_end(state: StreamState, event: Any) -> None:
     state.final_event()
 
 
-_HANDLERS: dict[str, Callable[[StreamState, Any], None]] = {
+_HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
     "message-start": _message_start,
     "tool-call-start": _tool_call_start,
     "tool-call-delta": _tool_call_delta,
@@ -113,10 +104,7 @@ _HANDLERS: dict[str, Callable[[StreamState, Any], None]] = {
 }
 
 
-def process_event(state: StreamState, event: Any) -> None:
-    handler = _HANDLERS.get(event.type)
-    if handler is not None:
-        handler(state, event)
+process_event = by_type(_HANDLERS, name="process_event", module=__name__)
 
 
 # -- what the user gets ------------------------------------------------------------------------------
@@ -147,32 +135,20 @@ class _TracedRequest:
         self._inner = inner
         self._telemetry = telemetry
         self._client = client
-        self._model = model if isinstance(model, str) else None
-        self._start_ns = 0
-        self._parent: Any = None
+        self._model = model_of(model)
+        self._request: Request | None = None
 
     def _begin(self) -> None:
-        self._start_ns, self._parent = time.time_ns(), otel_context.get_current()
-
-    def _request(self) -> RequestInfo:
-        host, port = _server(self._client)
-        adopted = foreign_inference_span(self._parent)
-        return RequestInfo(PROVIDER, self._model, "chat", host, port, self._start_ns, self._parent, adopted)
+        self._request = Request(self._telemetry, PROVIDER, self._model, server=_server(self._client))
 
     def _failed(self, exc: BaseException) -> None:
         # The request failed before any stream existed (HTTP error status): the span records it.
-        if self._telemetry.settings.inference_spans and foreign_inference_span(self._parent) is None:
-            StreamState(self._telemetry, self._request()).failed(exc)
+        if self._request is not None:
+            self._request.failed_before_stream(exc)
 
-    def _adopt(self, response: Any) -> None:
-        state = StreamState(self._telemetry, self._request())
-        events = response._data
-        if hasattr(events, "__anext__"):
-            response._data = wrap_async(events, state, process_event)
-        else:
-            response._data = wrap_sync(events, state, process_event)
-        bind(response, state)
-        install_exit_hook()
+    def _attach(self, response: Any) -> None:
+        if self._request is not None:
+            response._data = self._request.attach(response._data, process_event, key=response)
 
     def __enter__(self) -> Any:
         guarded(self._begin)
@@ -181,7 +157,7 @@ class _TracedRequest:
         except Exception as exc:
             guarded(self._failed, exc)
             raise
-        guarded(self._adopt, response)
+        guarded(self._attach, response)
         return response
 
     def __exit__(self, *exc_info: Any) -> Any:
@@ -194,7 +170,7 @@ class _TracedRequest:
         except Exception as exc:
             guarded(self._failed, exc)
             raise
-        guarded(self._adopt, response)
+        guarded(self._attach, response)
         return response
 
     async def __aexit__(self, *exc_info: Any) -> Any:

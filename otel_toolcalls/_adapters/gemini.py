@@ -14,16 +14,13 @@ Choke points, and why:
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._core import RequestInfo, StreamState
-from .._stream import foreign_inference_span, install_exit_hook, wrap_async, wrap_sync
+from .._internal import report
+from .._request import Request, model_of
 from .._telemetry import Telemetry
 from . import _gemini_afc as afc
 from ._gemini_chunks import process_chunk
@@ -120,56 +117,40 @@ async def _async_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: 
 def _request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # A generator function: the request is sent at the first next(), inside wrap_sync's guard.
     iterator = wrapped(*args, **kwargs)
-    state = _new_state(instance, kwargs, sync_session())
-    if state is None:
+    request = _new_request(instance, kwargs, sync_session())
+    if request is None:
         return iterator
-    return wrap_sync(iterator, state, process_chunk)
+    return request.attach(iterator, process_chunk, fresh=False)
 
 
 async def _async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # The request is sent by the await; the stream comes after it.
-    state = _new_state(instance, kwargs, async_session())
-    if state is None:
+    request = _new_request(instance, kwargs, async_session())
+    if request is None:
         return await wrapped(*args, **kwargs)
-    try:
-        iterator = await wrapped(*args, **kwargs)
-    except asyncio.CancelledError:
-        state.cancelled()
-        raise
-    except BaseException as exc:
-        state.failed(exc)
-        raise
-    return wrap_async(iterator, state, process_chunk)
+    iterator = await request.sent(wrapped(*args, **kwargs))
+    return request.attach(iterator, process_chunk, fresh=False)
 
 
-def _new_state(instance: Any, kwargs: Any, session: Any) -> StreamState | None:
+def _new_request(instance: Any, kwargs: Any, session: Any) -> Request | None:
     telemetry = _telemetry
     if telemetry is None or not is_instrumentation_enabled():
         return None
     try:
         client = instance._api_client
-        parent = otel_context.get_current()
-        host, port = _server(client)
-        model = kwargs.get("model")
-        state = StreamState(
+        request = Request(
             telemetry,
-            RequestInfo(
-                provider=VERTEX_AI if getattr(client, "vertexai", False) else GEMINI,
-                model=model if isinstance(model, str) else None,
-                operation=OPERATION,
-                server_address=host,
-                server_port=port,
-                start_ns=time.time_ns(),
-                parent=parent,
-                adopted_span=foreign_inference_span(parent),
-            ),
+            VERTEX_AI if getattr(client, "vertexai", False) else GEMINI,
+            model_of(kwargs.get("model")),
+            OPERATION,
+            _server(client),
         )
+        state = request.stream()
         if session is not None:
             session.add(state)
-        install_exit_hook()
-        return state
-    except Exception:
-        _log.debug("otel_toolcalls: could not start tracing a google-genai stream", exc_info=True)
+        return request
+    except Exception as exc:
+        report("gemini request", exc)
         return None
 
 

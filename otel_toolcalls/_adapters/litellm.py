@@ -15,22 +15,23 @@ class, and for a traced stream they pull through the package's finalize-once gen
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._core import RequestInfo, StreamState
-from .._stream import bound, foreign_inference_span, install_exit_hook, watch, wrap_async, wrap_sync
+from .._core import StreamState
+from .._request import Request, keep, kept, model_of, traced_elsewhere
+from .._stream import watch, wrap_async, wrap_sync
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
 from ._patches import Patches, Requires
-from ._shared import server_of
+from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "litellm.litellm_core_utils.streaming_handler"
-_ATTRIBUTE = "_otel_toolcalls_stream"
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
 # No one provider: each stream's is the one LiteLLM routed to (PROVIDERS).
 REQUIRES = Requires(
@@ -88,12 +89,8 @@ class _Traced:
 def _sdk_state(completion_stream: Any) -> StreamState | None:
     # Stainless streams (openai, groq, anthropic) carry `response`, mistral's too; each adapter
     # binds its state to that object when it traces the stream.
-    for name in ("response", "_response"):
-        key = getattr(completion_stream, name, None)
-        state = bound(key) if key is not None else None
-        if state is not None:
-            return state
-    return None
+    keys = (getattr(completion_stream, name, None) for name in ("response", "_response"))
+    return traced_elsewhere(*keys)
 
 
 def _server(wrapper: Any) -> tuple[str | None, int | None]:
@@ -119,35 +116,28 @@ def _start(telemetry: Telemetry, wrapper: Any) -> None:
         if provider != "litellm" and named != sdk_state.provider:
             sdk_state.set_provider(named)
         return
-    host, port = _server(wrapper)
-    state = StreamState(
-        telemetry,
-        RequestInfo(
-            provider=PROVIDERS.get(provider, provider),
-            model=wrapper.model if isinstance(wrapper.model, str) else None,
-            server_address=host,
-            server_port=port,
-            adopted_span=foreign_inference_span(None),
-        ),
+    request = Request(
+        telemetry, PROVIDERS.get(provider, provider), model_of(wrapper.model), server=_server(wrapper)
     )
-    wrapper.__dict__[_ATTRIBUTE] = _Traced(state)
+    state = request.stream()
+    keep(wrapper, _Traced(state))
     watch(wrapper, state)
-    install_exit_hook()
 
 
-def _pull(next_chunk: Any) -> Iterator[Any]:
+def _pull(next_chunk: weakref.WeakMethod[Any]) -> Iterator[Any]:
+    # A weak reference: the generator is kept for the wrapper, so it must not keep the wrapper.
     while True:
         try:
-            chunk = next_chunk()
+            chunk = next_chunk()()  # type: ignore[misc]
         except StopIteration:
             return
         yield chunk
 
 
-async def _apull(next_chunk: Any) -> AsyncIterator[Any]:
+async def _apull(next_chunk: weakref.WeakMethod[Any]) -> AsyncIterator[Any]:
     while True:
         try:
-            chunk = await next_chunk()
+            chunk = await next_chunk()()  # type: ignore[misc]
         except StopAsyncIteration:
             return
         yield chunk
@@ -163,17 +153,14 @@ def instrument(telemetry: Telemetry) -> bool:
         wrapped(*args, **kwargs)
         if not is_instrumentation_enabled():
             return
-        try:
-            _start(telemetry, instance)
-        except Exception:
-            _log.debug("otel_toolcalls: could not start tracing a litellm stream", exc_info=True)
+        guarded(_start, telemetry, instance)
 
     def next_chunk(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        traced = instance.__dict__.get(_ATTRIBUTE)
+        traced = kept(instance)
         if traced is None or traced.finished:
             return wrapped(*args, **kwargs)
         if traced.iterator is None:
-            traced.iterator = wrap_sync(_pull(wrapped), traced.state, process_chunk)
+            traced.iterator = wrap_sync(_pull(weakref.WeakMethod(wrapped)), traced.state, process_chunk)
         traced.pulling = True
         try:
             return next(traced.iterator)
@@ -184,11 +171,11 @@ def instrument(telemetry: Telemetry) -> bool:
             traced.pulling = False
 
     async def anext_chunk(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        traced = instance.__dict__.get(_ATTRIBUTE)
+        traced = kept(instance)
         if traced is None or traced.finished:
             return await wrapped(*args, **kwargs)
         if traced.iterator is None:
-            traced.iterator = wrap_async(_apull(wrapped), traced.state, process_chunk)
+            traced.iterator = wrap_async(_apull(weakref.WeakMethod(wrapped)), traced.state, process_chunk)
         traced.pulling = True
         try:
             return await traced.iterator.__anext__()
@@ -199,7 +186,7 @@ def instrument(telemetry: Telemetry) -> bool:
             traced.pulling = False
 
     def close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        traced = instance.__dict__.get(_ATTRIBUTE)
+        traced = kept(instance)
         if traced is not None and not traced.pulling:
             traced.state.closed()
         return wrapped(*args, **kwargs)
