@@ -354,6 +354,9 @@ def test_every_pair_has_a_case_or_a_reason() -> None:
             generated = any(p.values[0] is d for p in cases(outcome))
             if d in selected():
                 assert generated != (outcome in d.cannot), (d.id, outcome)
-    # Each outcome is exercised somewhere, and each async driver covers cancellation.
-    assert all(cases(o) for o in OUTCOMES)
+    # Each outcome is exercised somewhere (by the whole table: a lane selecting one SDK's drivers may
+    # leave an outcome to others, e.g. a sync-only SDK cannot cancel), and each async driver covers
+    # cancellation.
+    if len(selected()) == len(DRIVERS):
+        assert all(cases(o) for o in OUTCOMES)
     assert all(d.cannot.get("cancelled") in (None, WHOLE) for d in DRIVERS.values() if d.asynchronous)
