@@ -98,12 +98,17 @@ def _sdk_row(name: str) -> dict[str, Any]:
         "range": note,
         "targets": len(requires.targets),
         "missing": [],
+        # Surfaces this release predates (optional modules it does not have): nothing to patch.
+        "absent": [],
+        "absent_targets": 0,
         "import_errors": [],
         "applies": None,
         "unseen": False,
     }
     if version is not None:
-        row["import_errors"] = _import_errors(requires.modules)
+        row["absent"] = absent = requires.absent_modules()
+        row["absent_targets"] = sum(1 for module, _ in requires.targets if module in absent)
+        row["import_errors"] = _import_errors(tuple(m for m in requires.modules if m not in row["absent"]))
         row["missing"] = requires.missing()
     return row
 
@@ -134,7 +139,10 @@ def _sdks() -> tuple[list[dict[str, Any]], list[str]]:
     for row in rows:
         if row["version"] is not None:
             row["applies"] = row["adapter"] in applied
-            row["unseen"] = bool(row["missing"] or row["import_errors"] or not row["applies"])
+            # An SDK release with none of the adapter's surfaces has nothing there to go unseen.
+            nothing_here = bool(row["absent"]) and row["absent_targets"] == row["targets"]
+            seen = row["applies"] or nothing_here
+            row["unseen"] = bool(row["missing"] or row["import_errors"] or not seen)
     return rows, [record.getMessage() for record in records]
 
 
@@ -186,12 +194,13 @@ def _sdk_lines(sdks: list[dict[str, Any]]) -> list[str]:
         if row["version"] is None:
             lines.append(f"  {row['adapter']:<16}{row['sdk']:<18}{'-':<12}{'':<10}{'':<9}not installed")
             continue
-        found = row["targets"] - len(row["missing"])
-        applies = "yes" if row["applies"] else "NO"
+        found = row["targets"] - len(row["missing"]) - row.get("absent_targets", 0)
+        applies = "yes" if row["applies"] else ("-" if not row["unseen"] else "NO")
         targets = f"{found}/{row['targets']}"
         start = f"  {row['adapter']:<16}{row['sdk']:<18}{row['version']:<12}"
         lines.append(f"{start}{targets:<10}{applies:<9}{row['range']}")
         lines += [f"      missing: {target}" for target in row["missing"]]
+        lines += [f"      not in this version: {module}" for module in row["absent"]]
         lines += [f"      cannot import {error}" for error in row["import_errors"]]
     return lines
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ class Requires:
     targets: tuple[tuple[str, str], ...]
     # gen_ai.provider.name of the adapter's spans, where it is one name.
     provider: str | None = None
+    # Modules of surfaces that older releases of the SDK do not have (openai's Realtime API came
+    # in 1.58): a target in one that this release lacks altogether is not in this version, not
+    # missing (no warning). A module that exists but lacks a target is missing, as anywhere.
+    optional_modules: tuple[str, ...] = ()
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -42,7 +47,23 @@ class Requires:
     def missing(self) -> list[str]:
         """The targets this environment lacks, as ``module.attr``. Imports the target modules: only
         for an SDK the application has imported (or for ``doctor``)."""
-        return [f"{module}.{attr}" for module, attr in self.targets if resolve(module, attr) is None]
+        absent = set(self.absent_modules())
+        return [
+            f"{module}.{attr}"
+            for module, attr in self.targets
+            if module not in absent and resolve(module, attr) is None
+        ]
+
+    def absent_modules(self) -> list[str]:
+        """The optional modules this release of the SDK does not have: surfaces it predates."""
+        return [module for module in self.optional_modules if not _exists(module)]
+
+
+def _exists(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def resolve(module: str, attr: str) -> Any:

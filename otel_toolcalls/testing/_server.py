@@ -121,6 +121,7 @@ class FakeProvider:
         self.requests: list[Request] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._websocket: Any = None
 
     def enqueue(self, *scripts: Script) -> FakeProvider:
         with self._lock:
@@ -141,6 +142,18 @@ class FakeProvider:
         with self._lock:
             self._scripts.clear()
         self.requests.clear()
+        if self._websocket is not None:
+            self._websocket.reset()
+
+    @property
+    def websocket(self) -> Any:
+        """The WebSocket endpoint (``_websocket.WebSocketEndpoint``), started at the first use:
+        point a client's ``websocket_base_url`` at ``fake.websocket.base_url``."""
+        if self._websocket is None:
+            from ._websocket import WebSocketEndpoint
+
+            self._websocket = WebSocketEndpoint().start()
+        return self._websocket
 
     @property
     def port(self) -> int:
@@ -162,6 +175,9 @@ class FakeProvider:
         return self
 
     def stop(self) -> None:
+        if self._websocket is not None:
+            self._websocket.stop()
+            self._websocket = None
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
