@@ -38,6 +38,7 @@ VARIANTS = ("sdk_after_instrument", "sdk_before_instrument")
 # call id its app streams).
 ADAPTERS = {
     "openai": ("call", "call_openai"),
+    "openai_realtime": ("call", "call_openai_realtime"),
     "groq": ("call", "call_groq"),
     "anthropic": ("call", "toolu_weather_01"),
     "bedrock": ("call", "tooluse_weather_1"),

@@ -82,7 +82,7 @@ def _item(call: ToolCall, item_id: str, *, done: bool) -> dict[str, Any]:
 def _call_events(call: ToolCall, response_id: str, index: int) -> list[dict[str, Any]]:
     item_id = call.item_id or f"item_{response_id}_{index}"
     where = {"response_id": response_id, "item_id": item_id, "output_index": index}
-    delta = "response.function_call_arguments" if call.kind == "function_call" else "response.mcp_call_arguments"
+    delta = f"response.{'function_call' if call.kind == 'function_call' else 'mcp_call'}_arguments"
     head = {"response_id": response_id, "output_index": index}
     events = [{"type": "response.output_item.added", **head, "item": _item(call, item_id, done=False)}]
     extra = {"call_id": call.call_id} if call.kind == "function_call" else {}
@@ -157,8 +157,8 @@ def turn(
 ) -> list[Step]:
     """The server's side of one response: wait for ``response.create``, then its events. With
     ``cut_after`` the socket drops after that many of them; with ``close_after`` the server closes
-    cleanly; with ``cancel_after`` the server waits for ``response.cancel`` there (the rest are
-    the events a cancelled response still sends)."""
+    cleanly; with ``cancel_after`` the server waits for ``response.cancel`` there, then sends what
+    a cancelled response still sends: the rest without the argument events."""
     steps: list[Step] = [Await("response.create")]
     for i, event in enumerate(events):
         if i == cut_after:
@@ -167,7 +167,8 @@ def turn(
             return [*steps, Close()]
         if i == cancel_after:
             steps.append(Await("response.cancel"))
-        steps.append(event)
+        if cancel_after is None or i < cancel_after or "_arguments." not in event["type"]:
+            steps.append(event)
     return steps
 
 
