@@ -139,11 +139,14 @@ def _sdks() -> tuple[list[dict[str, Any]], list[str]]:
     for row in rows:
         if row["version"] is not None:
             row["applies"] = row["adapter"] in applied
-            # An SDK release with none of the adapter's surfaces has nothing there to go unseen.
-            nothing_here = bool(row["absent"]) and row["absent_targets"] == row["targets"]
-            seen = row["applies"] or nothing_here
-            row["unseen"] = bool(row["missing"] or row["import_errors"] or not seen)
+            row["unseen"] = _unseen(row)
     return rows, [record.getMessage() for record in records]
+
+
+def _unseen(row: dict[str, Any]) -> bool:
+    # An SDK release with none of the adapter's surfaces (all absent) has nothing there to go unseen.
+    nothing_here = bool(row["absent"]) and row["absent_targets"] == row["targets"]
+    return bool(row["missing"] or row["import_errors"] or not (row["applies"] or nothing_here))
 
 
 def _settings() -> dict[str, dict[str, Any]]:

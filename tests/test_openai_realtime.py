@@ -7,7 +7,6 @@ import asyncio
 import gc
 import importlib.util
 import inspect
-import logging
 from dataclasses import replace
 from typing import Any
 
@@ -21,7 +20,6 @@ from outcomes import assert_outcome
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
 from otel_toolcalls import _names as n
 from otel_toolcalls._adapters import openai_realtime
-from otel_toolcalls._adapters._patches import Requires
 from otel_toolcalls.testing.openai_realtime import (
     MODEL,
     USAGE,
@@ -401,22 +399,3 @@ def test_the_sdk_returns_what_it_returned(fake: Any, instrument: Any, telemetry:
     fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
     events, _ = run(fake, "sync", SURFACES[0], ONE_RESPONSE)
     assert type(events[-1]).__module__.startswith("openai.types")
-
-
-def test_a_release_without_the_surface_is_not_a_missing_target(caplog: pytest.LogCaptureFixture) -> None:
-    requires = Requires(sdk="openai", targets=(("openai.resources.no_such_api.api", "Api.connect"),
-                                               ("openai._streaming", "Stream.nothing_here")),
-                        optional_modules=("openai.resources.no_such_api.api",))  # fmt: skip
-    assert requires.absent_modules() == ["openai.resources.no_such_api.api"]
-    # A module that exists but lacks the attribute is still missing.
-    assert requires.missing() == ["openai._streaming.Stream.nothing_here"]
-
-
-def test_instrumenting_warns_about_nothing(instrument: Any, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="otel_toolcalls"):
-        instrument()
-        for module in openai_realtime.MODULES:
-            if importlib.util.find_spec(module.rpartition(".")[0]) is not None:
-                __import__(module)
-    assert not [r for r in caplog.records if r.name.startswith("otel_toolcalls")]
-    assert openai_realtime.REQUIRES.missing() == []

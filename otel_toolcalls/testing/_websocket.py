@@ -73,7 +73,7 @@ class WebSocketEndpoint:
         self.paths.clear()
 
     def received_types(self) -> list[str]:
-        return [event.get("type") for event in self.received if isinstance(event, dict)]
+        return [str(event.get("type")) for event in self.received if isinstance(event, dict)]
 
     @property
     def base_url(self) -> str:

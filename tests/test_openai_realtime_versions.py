@@ -1,0 +1,65 @@
+"""An openai release from before a Realtime surface: not in this version, not a missing target. Runs
+in every openai version lane (1.40 has no Realtime client, 1.58 only ``client.beta.realtime``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from typing import Any
+
+import pytest
+
+from otel_toolcalls import _doctor
+from otel_toolcalls._adapters import openai_realtime
+from otel_toolcalls._adapters._patches import Requires
+from otel_toolcalls._instrumentor import _report_missing, _reported
+
+
+def _present(module: str) -> bool:
+    return importlib.util.find_spec(module.rpartition(".")[0]) is not None
+
+
+def test_a_module_the_release_lacks_is_absent_and_an_attribute_it_lacks_is_missing() -> None:
+    requires = Requires(
+        sdk="openai",
+        targets=(
+            ("openai.resources.no_such_api.api", "Api.connect"),
+            ("openai._streaming", "Stream.nothing"),
+        ),
+        optional_modules=("openai.resources.no_such_api.api",),
+    )
+    assert requires.absent_modules() == ["openai.resources.no_such_api.api"]
+    assert requires.missing() == ["openai._streaming.Stream.nothing"]
+
+
+def test_instrumenting_this_release_warns_about_nothing(
+    instrument: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    present = [module for module in openai_realtime.MODULES if _present(module)]
+    with caplog.at_level(logging.WARNING, logger="otel_toolcalls"):
+        instrument()
+        for module in present:
+            __import__(module)
+        _reported.discard("openai_realtime")
+        _report_missing(openai_realtime)
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("otel_toolcalls")]
+    assert openai_realtime.REQUIRES.missing() == []
+    assert openai_realtime.REQUIRES.absent_modules() == [
+        m for m in openai_realtime.MODULES if m not in present
+    ]
+
+
+def test_doctor_says_not_in_this_version() -> None:
+    row = _doctor._sdk_row("openai_realtime")
+    absent = [m for m in openai_realtime.MODULES if not _present(m)]
+    assert (row["absent"], row["missing"], row["import_errors"]) == (absent, [], [])
+    # The instrumentor applies the adapter where the release has one of its surfaces.
+    row["applies"] = len(absent) < len(openai_realtime.MODULES)
+    assert _doctor._unseen(row) is False
+    rendered = "\n".join(_doctor._sdk_lines([{**row, "unseen": False}]))
+    for module in absent:
+        assert f"not in this version: {module}" in rendered
+    assert ("yes" if row["applies"] else "-") in rendered.split()
+    assert f"{row['targets'] - row['absent_targets']}/{row['targets']}" in rendered
+    # The same row with a target the release lacks is unseen.
+    assert _doctor._unseen({**row, "missing": ["openai.x.Y.z"]}) is True
