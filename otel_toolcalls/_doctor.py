@@ -29,7 +29,7 @@ from . import _telemetry
 from ._adapters import adapter_names
 from ._config import _ENV, CAPTURE_CONTENT_ENV, Settings, resolve
 from ._doctor_env import otlp, providers
-from ._support import TESTED
+from ._support import SURFACES, TESTED
 from .version import __version__
 
 _DISABLED = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"
@@ -58,12 +58,13 @@ def _captured(name: str) -> Iterator[list[logging.LogRecord]]:
         logger.setLevel(level)
 
 
-def _range(sdk: str, version: str | None) -> tuple[bool | None, str]:
+def _range(sdk: str, version: str | None, adapter: str | None = None) -> tuple[bool | None, str]:
     if version is None:
         return None, "not installed"
-    if sdk not in TESTED:
+    tested = SURFACES.get(adapter or "") or TESTED.get(sdk)
+    if tested is None:
         return False, "no tested range"
-    oldest, newest = TESTED[sdk]
+    oldest, newest = tested
     try:
         installed = Version(version)
     except InvalidVersion:
@@ -88,12 +89,12 @@ def _import_errors(modules: tuple[str, ...]) -> list[str]:
 def _sdk_row(name: str) -> dict[str, Any]:
     requires = importlib.import_module(f"{__package__}._adapters.{name}").REQUIRES
     version = requires.version()
-    in_range, note = _range(requires.sdk, version)
+    in_range, note = _range(requires.sdk, version, name)
     row: dict[str, Any] = {
         "adapter": name,
         "sdk": requires.sdk,
         "version": version,
-        "tested": list(TESTED.get(requires.sdk, ())),
+        "tested": list(SURFACES.get(name) or TESTED.get(requires.sdk) or ()),
         "in_tested_range": in_range,
         "range": note,
         "targets": len(requires.targets),

@@ -40,3 +40,11 @@ TESTED: dict[str, tuple[str, str]] = {
     "opentelemetry-semantic-conventions": ("0.51b0", "0.66b2"),
     "wrapt": ("1.14.0", "2.5.2"),
 }
+
+# Adapters that cover a surface younger than their SDK's floor: the range that surface was tested at
+# (doctor shows it on the adapter's row). openai's Realtime client: client.beta.realtime from 1.58,
+# client.realtime (GA) from 1.103; the lanes openai-realtime-beta / -ga run the oldest of each.
+SURFACES: dict[str, tuple[str, str]] = {
+    "openai_realtime": ("1.58.0", "3.57.0"),
+}
+

@@ -11,7 +11,7 @@ from types import ModuleType
 from lanes import FRAMEWORK_VENVS, requirement_pins, requires
 from packaging.version import Version
 
-from otel_toolcalls._support import TESTED
+from otel_toolcalls._support import SURFACES, TESTED
 
 RUN = Path(__file__).parent / "versions" / "run.py"
 # distribution -> (the requirements file of the framework venv that runs it)
@@ -64,3 +64,21 @@ def test_a_framework_is_tested_at_the_one_version_its_venv_pins() -> None:
 def test_newest_is_not_older_than_oldest() -> None:
     for name, (oldest, newest) in TESTED.items():
         assert Version(newest) >= Version(oldest), name
+
+
+def test_a_surface_range_starts_at_the_oldest_lane_running_its_tests() -> None:
+    lane = _lane_module()
+    for adapter, (oldest, newest) in SURFACES.items():
+        sdk = requires(adapter).sdk
+        tests = f"tests/test_{adapter}.py"
+        versions = [
+            Version(spec.split("==")[1])
+            for each in lane.LANES
+            if tests in each.tests
+            for spec in lane.requirements(each, lane.FLOORS)[: len(each.pins)]
+            if spec.split("[", 1)[0].split("==")[0].lower() == sdk
+        ]
+        assert versions, f"no lane runs {tests}"
+        assert Version(oldest) == min(versions), adapter
+        assert Version(newest) == Version(TESTED[sdk][1]), adapter
+

@@ -84,7 +84,7 @@ class WebSocketEndpoint:
         from websockets.sync.server import serve
 
         # No compression, as the openai SDK asks for none: each message is one frame as written.
-        self._server = serve(self._handle, "127.0.0.1", 0, compression=None, ping_interval=None)
+        self._server = serve(self._handle, "127.0.0.1", 0, compression=None)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-ws", daemon=True)
         self._thread.start()
         return self

@@ -75,7 +75,10 @@ def _floors() -> dict[str, str]:
 
 
 FLOORS = _floors()
-OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py"]
+OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py",
+          "tests/test_openai_realtime_versions.py"]  # fmt: skip
+# The Realtime client through the SDK's own `realtime` extra (its websockets bounds).
+REALTIME = ["tests/test_openai_realtime.py", "tests/test_openai_realtime_versions.py"]
 ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
 CHAT = ["openai_chat", "openai_chat_async"]
 RESPONSES = ["openai_responses", "openai_responses_async"]
@@ -85,7 +88,8 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
         "opentelemetry-semantic-conventions"]
 
 # Why each floor is where it is (first tried -> now: what broke below it):
-#   openai 1.40 -> 1.40: with httpx < 0.28 (below); Responses tests skip before the API (1.66)
+#   openai 1.40 -> 1.40: with httpx < 0.28 (below); Responses tests skip before the API (1.66),
+#     Realtime tests before 1.58 (client.beta.realtime; client.realtime from 1.103)
 #   anthropic 0.40 -> 0.43: before 0.43 the messages.stream() helpers read a second Stream built
 #     after the request returned, so the package cannot tell which request it belongs to
 #   groq 0.9 -> 0.11: 0.9 / 0.10 pass an in-stream error payload on as a chunk instead of raising
@@ -108,6 +112,10 @@ LANES = [
     Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX, matrix=CHAT),
     Lane("openai-2", {"openai": "2.54.0"}, OPENAI, matrix=CHAT + RESPONSES,
          why="the last on httpx, its stream closing the response in a finally (1.40 drains it)"),
+    Lane("openai-realtime-beta", {"openai[realtime]": "1.58.0"}, REALTIME,
+         why="the first release with a Realtime client (client.beta.realtime only)"),
+    Lane("openai-realtime-ga", {"openai[realtime]": "1.103.0"}, REALTIME,
+         why="the first with client.realtime (GA) beside client.beta.realtime"),
     Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES),
     Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES,
          why="the last before the design change: httpx2 (from 1.0), no tracing of its own"),
