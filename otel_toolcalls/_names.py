@@ -105,7 +105,9 @@ MAX_ARGUMENTS_LENGTH = 4096
 ABORT_DESCRIPTIONS = {
     STREAM_ERROR: "tool call aborted: the stream failed before the call completed",
     CLOSED: "tool call aborted: stream closed before the call completed",
-    CANCELLED: "tool call aborted: the consuming task was cancelled before the call completed",
+    CANCELLED: (
+        "tool call aborted: the consuming task or the response was cancelled before the call completed"
+    ),
     ABANDONED: "tool call aborted: the stream was abandoned before the call completed",
     TRUNCATED: "tool call aborted: the model hit its output limit before the call completed",
     FILTERED: "tool call aborted: a content filter ended the response before the call completed",

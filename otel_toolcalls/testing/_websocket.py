@@ -54,6 +54,8 @@ class WebSocketEndpoint:
     ``websocket_base_url``."""
 
     scripts: deque[Frames] = field(default_factory=deque)
+    # Plays for every connection when no script is queued (benchmarks).
+    default: Frames | None = None
     # What the clients sent (parsed JSON), and the request paths (with their query) they opened.
     received: list[Any] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
@@ -96,7 +98,7 @@ class WebSocketEndpoint:
 
     def _next(self) -> Frames:
         with self._lock:
-            return self.scripts.popleft() if self.scripts else Frames([])
+            return self.scripts.popleft() if self.scripts else (self.default or Frames([]))
 
     def _handle(self, ws: Any) -> None:
         self.paths.append(ws.request.path if ws.request is not None else "")
