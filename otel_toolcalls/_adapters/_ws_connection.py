@@ -1,0 +1,220 @@
+"""What the openai SDK's WebSocket connections share (Realtime, and the Responses API's transport):
+one ``Session`` per connection, holding its open responses, and the wrappers that feed it.
+
+Choke points, and why:
+- the resource's ``connect``: the model asked for (Realtime) and the client (its server); kept
+  for the manager it returns. The manager's ``__enter__`` / ``enter`` (``__aenter__``) hands them
+  to the connection it opens. Nothing is stored on SDK objects: both are kept weakly (``_request``).
+- the connection's ``recv``: every way to read parsed events (``for event in connection``,
+  ``dispatch_events``, ``recv()``) goes through it; what it raises is the socket's end.
+- the connection's ``close``: the user's close, and the manager's exit.
+- the connection's ``send`` (``Wiring.on_send``): what the client asks for (the Responses model).
+Events read unparsed (``recv_bytes``) are not seen.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from .._core import StreamState
+from .._internal import report
+from .._request import Request, keep, kept, model_of
+from .._stream import watch
+from .._telemetry import Telemetry
+from ._shared import guarded, server_of
+from .openai import _provider_of
+
+PROVIDER = "openai"
+
+
+class Session:
+    """One connection: what its responses share, and the responses still open (by a key the
+    adapter chooses: the response id, or the lane). Never references the connection it is kept for."""
+
+    def __init__(self, telemetry: Telemetry, provider: str, model: str | None, server: Any) -> None:
+        self.telemetry = telemetry
+        self.provider = provider
+        self.model = model
+        self.server = server
+        self.response_model: str | None = None
+        self.responses: dict[Hashable, StreamState] = {}
+        # Lane -> the models of the response.create events sent on it, oldest first (Responses).
+        self.asked: dict[Hashable, list[str | None]] = {}
+        self.ended = False
+        self._lock = threading.Lock()
+
+    def open(self, key: Hashable, owner: object, model: str | None = None) -> StreamState | None:
+        # The context current when the response starts: the consumer's span (an agent turn).
+        request = Request(self.telemetry, self.provider, model or self.model, server=self.server,
+                          start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
+        with self._lock:
+            if self.ended:
+                return None
+            state = self.responses[key] = request.stream()
+        state.response_model = self.response_model
+        watch(owner, state)
+        return state
+
+    def done(self, key: Hashable) -> StreamState | None:
+        with self._lock:
+            return self.responses.pop(key, None)
+
+    def end(self, finish: Callable[[StreamState], None], *, final: bool = False) -> None:
+        """Ends every response still open with ``finish``; ``final``: the connection is over."""
+        with self._lock:
+            states = list(self.responses.values())
+            self.responses.clear()
+            self.ended = self.ended or final
+        for state in states:
+            finish(state)
+
+
+Process = Callable[[Session, Any, object], None]
+
+
+@dataclass
+class Wiring:
+    """One adapter's event processor and its wrappers, bound to the telemetry in force."""
+
+    process: Process
+    on_send: Callable[[Session, Any], None] | None = None
+    telemetry: list[Telemetry] = field(default_factory=list)
+
+    def session_of(self, connection: Any) -> Session | None:
+        session = kept(connection)
+        if session is None and is_instrumentation_enabled():
+            # A connection made by hand, or by a manager entered before instrument(): no model known.
+            session = self.new_session(None, None)
+            if session is not None:
+                keep(connection, session)
+        return session if isinstance(session, Session) else None
+
+    def new_session(self, client: Any, model: Any) -> Session | None:
+        if not self.telemetry:
+            return None
+        url = None if client is None else (client.websocket_base_url or client.base_url)
+        provider = (_provider_of(client) if client is not None else None) or PROVIDER
+        return Session(self.telemetry[0], provider, model_of(model), server_of(url))
+
+    def received(self, connection: Any, event: Any) -> None:
+        session = self.session_of(connection)
+        if session is not None:
+            self.process(session, event, connection)
+
+    def sent(self, connection: Any, event: Any) -> None:
+        session = self.session_of(connection)
+        if session is not None and self.on_send is not None:
+            self.on_send(session, event)
+
+    def install(self, patches: Any, modules: Any, classes: dict[str, str], telemetry: Telemetry) -> bool:
+        """Patches ``classes`` (``"Class.method"`` -> wrapper name) in every module of ``modules``
+        this SDK release has: a release may predate one."""
+        self.telemetry[:] = [telemetry]
+        wrappers = self.wrappers()
+        applied = False
+        for module in modules:
+            try:
+                __import__(module)
+            except ImportError:
+                continue
+            for attr, wrapper in classes.items():
+                applied = patches.wrap(module, attr, wrappers[wrapper]) or applied
+        return applied
+
+    def wrappers(self) -> dict[str, Callable[..., Any]]:
+        return {"connect": self._connect, "enter": _enter, "aenter": _aenter, "recv": self._recv,
+                "arecv": self._arecv, "close": _close, "aclose": _aclose, "send": self._send,
+                "asend": self._asend}  # fmt: skip
+
+    def _connect(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        manager = wrapped(*args, **kwargs)
+        if is_instrumentation_enabled():
+            try:
+                session = self.new_session(getattr(instance, "_client", None), kwargs.get("model"))
+                if session is not None:
+                    keep(manager, session)
+            except Exception as exc:
+                report(f"{__name__}.connect", exc)
+        return manager
+
+    def _recv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        try:
+            event = wrapped(*args, **kwargs)
+        except Exception as exc:
+            guarded(_failed, instance, exc)
+            raise
+        guarded(self.received, instance, event)
+        return event
+
+    async def _arecv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        # A cancelled recv() ends nothing: the SDK says cancelling it is safe, the connection goes
+        # on (asyncio.wait_for(connection.recv(), ...) is a common loop).
+        try:
+            event = await wrapped(*args, **kwargs)
+        except Exception as exc:
+            guarded(_failed, instance, exc)
+            raise
+        guarded(self.received, instance, event)
+        return event
+
+    def _send(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(self.sent, instance, args[0] if args else kwargs.get("event"))
+        return wrapped(*args, **kwargs)
+
+    async def _asend(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(self.sent, instance, args[0] if args else kwargs.get("event"))
+        return await wrapped(*args, **kwargs)
+
+
+def _failed(connection: Any, exc: BaseException) -> None:
+    session = kept(connection)
+    if not isinstance(session, Session) or not session.responses:
+        return
+    from websockets.exceptions import ConnectionClosedOK
+
+    if isinstance(exc, ConnectionClosedOK):
+        # The server closed the socket cleanly mid-response: it ended without its final event.
+        session.end(StreamState.ended)
+    else:
+        session.end(lambda state: state.failed(exc))
+
+
+def _closing(connection: Any) -> None:
+    session = kept(connection)
+    if isinstance(session, Session):
+        session.end(StreamState.closed, final=True)
+
+
+def _close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    guarded(_closing, instance)
+    return wrapped(*args, **kwargs)
+
+
+async def _aclose(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    guarded(_closing, instance)
+    return await wrapped(*args, **kwargs)
+
+
+def _link(manager: Any, connection: Any) -> None:
+    session = kept(manager)
+    if isinstance(session, Session) and kept(connection) is None:
+        keep(connection, session)
+
+
+def _enter(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    connection = wrapped(*args, **kwargs)
+    guarded(_link, instance, connection)
+    return connection
+
+
+async def _aenter(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    connection = await wrapped(*args, **kwargs)
+    guarded(_link, instance, connection)
+    return connection
