@@ -19,17 +19,24 @@ def _present(module: str) -> bool:
     return importlib.util.find_spec(module.rpartition(".")[0]) is not None
 
 
-def test_a_module_the_release_lacks_is_absent_and_an_attribute_it_lacks_is_missing() -> None:
+def test_a_surface_the_release_lacks_is_absent_and_a_target_it_lacks_is_missing() -> None:
     requires = Requires(
         sdk="openai",
         targets=(
             ("openai.resources.no_such_api.api", "Api.connect"),
+            ("openai._streaming", "NoSuchStream.__stream__"),
             ("openai._streaming", "Stream.nothing"),
         ),
-        optional_modules=("openai.resources.no_such_api.api",),
+        surfaces=(("openai.resources.no_such_api.api", "Api"), ("openai._streaming", "NoSuchStream")),
     )
-    assert requires.absent_modules() == ["openai.resources.no_such_api.api"]
-    assert requires.missing() == ["openai._streaming.Stream.nothing"]
+    # A module the release lacks, or one without the surface's marker: absent, not missing.
+    assert requires.absent_modules() == ["openai.resources.no_such_api.api", "openai._streaming"]
+    assert requires.missing() == []
+    # A release with the surface that lacks a target: missing.
+    present = Requires(
+        sdk="openai", targets=requires.targets[2:], surfaces=(("openai._streaming", "Stream"),)
+    )
+    assert (present.absent_modules(), present.missing()) == ([], ["openai._streaming.Stream.nothing"])
 
 
 def test_instrumenting_this_release_warns_about_nothing(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import importlib.util
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,10 +27,11 @@ class Requires:
     targets: tuple[tuple[str, str], ...]
     # gen_ai.provider.name of the adapter's spans, where it is one name.
     provider: str | None = None
-    # Modules of surfaces that older releases of the SDK do not have (openai's Realtime API came
-    # in 1.58): a target in one that this release lacks altogether is not in this version, not
-    # missing (no warning). A module that exists but lacks a target is missing, as anywhere.
-    optional_modules: tuple[str, ...] = ()
+    # Surfaces that older releases of the SDK do not have (openai's Realtime API came in 1.58, the
+    # Responses WebSocket in 2.22), as (module, an attribute only a release with the surface has):
+    # where that attribute is absent, the module's targets are not in this version, not missing (no
+    # warning). A release with the surface that lacks a target has it missing, as anywhere.
+    surfaces: tuple[tuple[str, str], ...] = ()
 
     @property
     def modules(self) -> tuple[str, ...]:
@@ -55,15 +55,8 @@ class Requires:
         ]
 
     def absent_modules(self) -> list[str]:
-        """The optional modules this release of the SDK does not have: surfaces it predates."""
-        return [module for module in self.optional_modules if not _exists(module)]
-
-
-def _exists(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
+        """The modules of the surfaces this release of the SDK does not have: surfaces it predates."""
+        return [module for module, marker in self.surfaces if resolve(module, marker) is None]
 
 
 def resolve(module: str, attr: str) -> Any:

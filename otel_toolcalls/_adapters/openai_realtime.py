@@ -37,7 +37,7 @@ REQUIRES = Requires(
     sdk="openai",
     targets=tuple((module, attr) for module in MODULES for attr in _CLASSES),
     provider=PROVIDER,
-    optional_modules=MODULES,
+    surfaces=tuple((module, "RealtimeConnection") for module in MODULES),
 )
 _patches = Patches()
 
