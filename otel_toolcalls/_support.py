@@ -46,5 +46,7 @@ TESTED: dict[str, tuple[str, str]] = {
 # client.realtime (GA) from 1.103; the lanes openai-realtime-beta / -ga run the oldest of each.
 SURFACES: dict[str, tuple[str, str]] = {
     "openai_realtime": ("1.58.0", "3.57.0"),
+    # client.responses.connect(): the Responses API's WebSocket transport, from 2.22.
+    "openai_responses_ws": ("2.22.0", "3.57.0"),
 }
 

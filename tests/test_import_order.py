@@ -39,6 +39,7 @@ VARIANTS = ("sdk_after_instrument", "sdk_before_instrument")
 ADAPTERS = {
     "openai": ("call", "call_openai"),
     "openai_realtime": ("call", "call_openai_realtime"),
+    "openai_responses_ws": ("call", "call_openai_responses_ws"),
     "groq": ("call", "call_groq"),
     "anthropic": ("call", "toolu_weather_01"),
     "bedrock": ("call", "tooluse_weather_1"),

@@ -172,9 +172,10 @@ def turn(
     return steps
 
 
-def frames(*turns: Sequence[Step], model: str = MODEL, **options: Any) -> Frames:
-    """One connection: ``session.created``, then each turn's steps."""
-    steps: list[Step] = [session_created(model)]
+def frames(*turns: Sequence[Step], model: str = MODEL, session: bool = True, **options: Any) -> Frames:
+    """One connection: ``session.created`` (``session``: the Responses WebSocket sends none), then
+    each turn's steps."""
+    steps: list[Step] = [session_created(model)] if session else []
     for one in turns:
         steps += list(one)
     return Frames(steps, **options)

@@ -76,7 +76,7 @@ def _floors() -> dict[str, str]:
 
 FLOORS = _floors()
 OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py",
-          "tests/test_openai_realtime_versions.py"]  # fmt: skip
+          "tests/test_openai_realtime_versions.py", "tests/test_openai_responses_ws.py"]  # fmt: skip
 # The Realtime client through the SDK's own `realtime` extra (its websockets bounds).
 REALTIME = ["tests/test_openai_realtime.py", "tests/test_openai_realtime_versions.py"]
 ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
@@ -116,6 +116,9 @@ LANES = [
          why="the first release with a Realtime client (client.beta.realtime only)"),
     Lane("openai-realtime-ga", {"openai[realtime]": "1.103.0"}, REALTIME,
          why="the first with client.realtime (GA) beside client.beta.realtime"),
+    Lane("openai-responses-ws", {"openai[realtime]": "2.22.0"},
+         ["tests/test_openai_responses_ws.py", "tests/test_openai_realtime_versions.py"],
+         why="the first with client.responses.connect() (the Responses API over WebSocket)"),
     Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES),
     Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES,
          why="the last before the design change: httpx2 (from 1.0), no tracing of its own"),
