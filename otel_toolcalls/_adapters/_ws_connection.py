@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,6 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from .._core import StreamState
 from .._internal import report
 from .._request import Request, keep, kept, model_of
-from .._stream import watch
 from .._telemetry import Telemetry
 from ._shared import guarded, server_of
 from .openai import _provider_of
@@ -50,7 +50,7 @@ class Session:
         self.ended = False
         self._lock = threading.Lock()
 
-    def open(self, key: Hashable, owner: object, model: str | None = None) -> StreamState | None:
+    def open(self, key: Hashable, model: str | None = None) -> StreamState | None:
         # The context current when the response starts: the consumer's span (an agent turn).
         request = Request(self.telemetry, self.provider, model or self.model, server=self.server,
                           start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
@@ -59,7 +59,6 @@ class Session:
                 return None
             state = self.responses[key] = request.stream()
         state.response_model = self.response_model
-        watch(owner, state)
         return state
 
     def done(self, key: Hashable) -> StreamState | None:
@@ -93,7 +92,7 @@ class Wiring:
             # A connection made by hand, or by a manager entered before instrument(): no model known.
             session = self.new_session(None, None)
             if session is not None:
-                keep(connection, session)
+                _own(connection, session)
         return session if isinstance(session, Session) else None
 
     def new_session(self, client: Any, model: Any) -> Session | None:
@@ -202,10 +201,20 @@ async def _aclose(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     return await wrapped(*args, **kwargs)
 
 
+def _own(connection: Any, session: Session) -> None:
+    """``session`` is ``connection``'s: a connection garbage-collected with responses open abandons
+    them (one finalizer per connection, however many responses it carries)."""
+    keep(connection, session)
+    finalizer = weakref.finalize(connection, session.end, StreamState.abandoned, final=True)
+    # Interpreter exit ends the open streams through the core's table of live ones, before the
+    # tracer provider shuts down; this finalizer's own atexit run could come after it.
+    finalizer.atexit = False
+
+
 def _link(manager: Any, connection: Any) -> None:
     session = kept(manager)
     if isinstance(session, Session) and kept(connection) is None:
-        keep(connection, session)
+        _own(connection, session)
 
 
 def _enter(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:

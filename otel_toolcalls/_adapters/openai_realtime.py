@@ -52,7 +52,7 @@ def process_event(session: Session, event: Any, connection: object) -> None:
                 state.first_chunk()
             handler(state, event)
     elif kind == "response.created":
-        state = session.open(event.response.id, connection)
+        state = session.open(event.response.id)
         if state is not None:
             state.response_id = event.response.id
     elif kind == "response.done":

@@ -65,7 +65,7 @@ def process_event(session: Session, event: Any, connection: object) -> None:
     lane = getattr(event, "stream_id", None)
     if event.type == "response.created":
         asked = session.asked.get(lane)
-        session.open(lane, connection, asked.pop(0) if asked else None)
+        session.open(lane, asked.pop(0) if asked else None)
     state = session.responses.get(lane)
     if state is None:
         return
