@@ -5,6 +5,7 @@ one connection, and every way a connection ends mid-arguments."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +24,8 @@ from otel_toolcalls.testing.openai_responses import MODEL, USAGE, WEATHER, ToolC
 
 if resolve(openai_responses_ws.MODULE, "ResponsesConnection") is None:
     pytest.skip(f"openai {openai.__version__} has no Responses WebSocket", allow_module_level=True)
+if importlib.util.find_spec("websockets") is None:
+    pytest.skip("websockets is not installed (openai[realtime])", allow_module_level=True)
 
 LOOKUP = ToolCall("lookup", '{"q": "straße", "n": 12345}', call_id="call_lookup_2")
 
