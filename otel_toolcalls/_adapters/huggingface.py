@@ -39,6 +39,7 @@ PROVIDER = "huggingface"
 # The client's `provider` values that are the conventions' well-known names; the others (the
 # router's "auto", "hf-inference", together, fireworks-ai, ...) are Hugging Face's routing.
 WELL_KNOWN = {"groq": "groq", "cohere": "cohere", "openai": "openai"}
+_URL = ("http://", "https://")
 _SYNC = "huggingface_hub.inference._client"
 _ASYNC = "huggingface_hub.inference._generated._async_client"
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
@@ -81,7 +82,10 @@ def process_chunk(state: Sink, chunk: Any) -> None:
 # -- wiring ------------------------------------------------------------------------------------------
 
 
-def provider_of(client: Any) -> str:
+def provider_of(client: Any, kwargs: Any) -> str:
+    target = getattr(client, "model", None) or kwargs.get("model")
+    if isinstance(target, str) and target.startswith(_URL):
+        return PROVIDER  # a URL is served as hf-inference, whatever `provider` says
     named = getattr(client, "provider", None)
     return WELL_KNOWN.get(named, PROVIDER) if isinstance(named, str) else PROVIDER
 
@@ -90,14 +94,14 @@ def _model(client: Any, kwargs: Any) -> str | None:
     model = model_of(kwargs.get("model") or getattr(client, "model", None))
     # A model given as a URL (a TGI or Inference Endpoint base URL) names no model: the server's
     # address is server.address, and the response says which model answered.
-    return None if model is None or model.startswith(("http://", "https://")) else model
+    return None if model is None or model.startswith(_URL) else model
 
 
 def _new_request(telemetry: Telemetry, instance: Any, kwargs: Any) -> Request | None:
     if not kwargs.get("stream") or not is_instrumentation_enabled():
         return None
     try:
-        return Request(telemetry, provider_of(instance), _model(instance, kwargs))
+        return Request(telemetry, provider_of(instance, kwargs), _model(instance, kwargs))
     except Exception as exc:
         report("huggingface request", exc)
         return None
