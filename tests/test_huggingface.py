@@ -319,3 +319,37 @@ def test_a_well_known_inference_provider_names_the_spans(
     assert fake.requests[-1].path == "/cohere/compatibility/v1/chat/completions"
     assert {attrs(s)["gen_ai.provider.name"] for s in telemetry.spans()} == {"cohere"}
     assert attrs(telemetry.one("tool_call "))["gen_ai.request.model"] == model
+
+
+def test_tgi_2_single_call_objects_open_no_span_and_raise_nothing(
+    telemetry: Any, instrument: Any, fake: FakeProvider, caplog: Any
+) -> None:
+    # TGI before 3.0: "tool_calls" is one object, its name inside the arguments (no block to tell).
+    def delta(arguments: str) -> dict[str, Any]:
+        call = {
+            "index": 0,
+            "id": "",
+            "type": "function",
+            "function": {"name": None, "arguments": arguments},
+        }
+        choice = {"index": 0, "delta": {"role": "assistant", "tool_calls": call}, "finish_reason": None}
+        return {
+            "id": "",
+            "model": "tgi",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "choices": [choice],
+        }
+
+    finish = chat.chunk(chat.Event(finish_reason="eos_token"))
+    fake.enqueue(
+        chat.raw_script(
+            [delta('{"function": {"_name": "get_weather"'), delta(', "city": "Bern"}}'), finish]
+        )
+    )
+    with caplog.at_level("WARNING", logger="otel_toolcalls"):
+        got = list(stream(client(fake)))
+    assert len(got) == 3 and not isinstance(got[0].choices[0].delta.tool_calls, list)
+    assert telemetry.tool_spans() == [] and telemetry.points("toolcall.internal_errors") == []
+    assert not caplog.records
+    assert inference(telemetry)["gen_ai.response.finish_reasons"] == ("eos_token",)
