@@ -24,9 +24,8 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._internal import report
-from .._request import Request, current, model_of
+from .._request import Request, current, model_of, watch
 from .._sink import Sink
-from .._stream import watch
 from .._telemetry import Telemetry
 from . import _chat_completions as chat
 from ._patches import Patches, Requires

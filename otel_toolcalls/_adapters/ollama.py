@@ -27,9 +27,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _usage as usage
 from .._internal import report
-from .._request import Request, model_of
+from .._request import Request, model_of, watch
 from .._sink import Sink
-from .._stream import watch
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 from ._returned import hand_back
