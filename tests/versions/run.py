@@ -76,7 +76,7 @@ def _floors() -> dict[str, str]:
 
 FLOORS = _floors()
 OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py",
-          "tests/test_openai_realtime_versions.py", "tests/test_openai_responses_ws.py"]  # fmt: skip
+          "tests/test_openai_realtime_versions.py"]  # fmt: skip
 # The Realtime client through the SDK's own `realtime` extra (its websockets bounds).
 REALTIME = ["tests/test_openai_realtime.py", "tests/test_openai_realtime_versions.py"]
 ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
