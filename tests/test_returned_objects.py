@@ -11,7 +11,8 @@ made spans, so the comparison is between an instrumented object and a bare one.
 The one answer allowed to differ: ``type()`` of an async generator handed back in place of the
 SDK's (cohere, google-genai), which is the package's async-generator proxy (see
 ``otel_toolcalls/_adapters/_returned.py`` for why that one is a proxy and the sync ones are real
-generators). ``isinstance(x, types.AsyncGeneratorType)`` and ``inspect.isasyncgen`` stay equal.
+generators), and of a Bedrock event stream, which is the package's event-stream proxy (see
+``otel_toolcalls/_adapters/_bedrock_streams.py``). ``isinstance(x, types.AsyncGeneratorType)`` and ``inspect.isasyncgen`` stay equal.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from otel_toolcalls._adapters._bedrock_streams import Proxy as EventStreamProxy
 from otel_toolcalls._adapters._returned import AsyncGeneratorProxy, relay
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as anthropic_wire
@@ -384,6 +386,11 @@ def test_returned_objects_answer_as_without_instrumentation(
             # The one allowed difference, and only where the SDK returned an async generator.
             assert bare[label]["type"] is types.AsyncGeneratorType, label
             assert diff.pop("type") == (types.AsyncGeneratorType, instrumented[label]["type"])
+        if isinstance(instrumented[label]["type"], type) and issubclass(
+            instrumented[label]["type"], EventStreamProxy
+        ):
+            # The Bedrock event stream's proxy: type() names it, everything else is the SDK's.
+            assert diff.pop("type") == (bare[label]["__class__"], instrumented[label]["type"])
         assert diff == {}, f"{case.__name__} {label}: {diff}"
 
 
