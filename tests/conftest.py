@@ -35,7 +35,13 @@ def _installed(module: str) -> bool:
         return False
 
 
-collect_ignore = [path for path, module in _FRAMEWORK_OF.items() if not _installed(module)]
+# SDKs that pin dependencies below the main venv's, tested in a version lane of their own
+# (tests/versions/run.py): their modules are likewise collected only where the SDK is installed.
+_LANE_SDK_OF = {"test_bedrock_async.py": "aiobotocore"}
+
+collect_ignore = [
+    path for path, module in {**_FRAMEWORK_OF, **_LANE_SDK_OF}.items() if not _installed(module)
+]
 
 
 class Telemetry:

@@ -86,6 +86,14 @@ def consume(
 
 
 async def _aconsume(d: Driver, client: Any, how: str) -> tuple[list[Any], BaseException | None]:
+    try:
+        return await _aconsume_with(d, client, how)
+    finally:
+        if d.exit_client:
+            await client.__aexit__(None, None, None)
+
+
+async def _aconsume_with(d: Driver, client: Any, how: str) -> tuple[list[Any], BaseException | None]:
     got: list[Any] = []
     stream = await d.open(client)
     if how == "drain":
@@ -357,6 +365,6 @@ def test_every_pair_has_a_case_or_a_reason() -> None:
     # Each outcome is exercised somewhere (by the whole table: a lane selecting one SDK's drivers may
     # leave an outcome to others, e.g. a sync-only SDK cannot cancel), and each async driver covers
     # cancellation.
-    if len(selected()) == len(DRIVERS):
+    if {d.id for d in selected()} >= {d.id for d in DRIVERS.values() if d.lane_sdk is None}:
         assert all(cases(o) for o in OUTCOMES)
     assert all(d.cannot.get("cancelled") in (None, WHOLE) for d in DRIVERS.values() if d.asynchronous)

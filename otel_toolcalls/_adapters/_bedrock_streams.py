@@ -21,6 +21,7 @@ SDK private names read (never replaced): ``_event_generator`` (the raw messages)
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -143,8 +144,8 @@ class StreamProxy(Proxy):
 
 
 class AsyncStreamProxy(Proxy):
-    """aiobotocore's ``AioEventStream``: ``async for`` only (its ``__iter__`` raises), parsed by an
-    awaited ``_parse_event``."""
+    """aiobotocore's ``AioEventStream``: ``async for`` only (its ``__iter__`` raises); its
+    ``_parse_event`` is a coroutine in recent releases, a function in older ones."""
 
     __slots__ = ()
 
@@ -159,7 +160,9 @@ class AsyncStreamProxy(Proxy):
         parse = self._self_wrapped._parse_event
         async for message in self._self_events:
             try:
-                event = await parse(message)
+                event = parse(message)
+                if inspect.isawaitable(event):  # aiobotocore 3.x parses asynchronously, 2.13 did not
+                    event = await event
             except BaseException as exc:
                 _fail(self._self_state, exc)
                 raise

@@ -20,7 +20,6 @@ from ._bedrock_streams import PROVIDER, begin, hand_back
 from ._patches import Patches, Requires
 from ._shared import guarded
 
-
 _TARGET = ("botocore.client", "BaseClient._make_api_call")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
 REQUIRES = Requires(sdk="botocore", targets=(_TARGET,), provider=PROVIDER)

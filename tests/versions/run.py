@@ -90,6 +90,7 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #     after the request returned, so the package cannot tell which request it belongs to
 #   groq 0.9 -> 0.11: 0.9 / 0.10 pass an in-stream error payload on as a chunk instead of raising
 #   boto3 1.34 -> 1.34.116: ConverseStream arrived in botocore 1.34.116
+#   aiobotocore 2.13.1: 2.13.0 pins botocore < 1.34.107, before ConverseStream
 #   mistralai 3.0, cohere 7.0, google-genai 1.55: as declared
 #   litellm 1.50 -> 1.108.0: no 1.50 exists; before 1.108 a sync stream has no close() and
 #     hosted_vllm streams through the openai SDK rather than LiteLLM's own HTTP
@@ -99,6 +100,12 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #   openai-agents 0.3 -> 0.19.0: its _invoke_function_tool_with_metadata arrived in 0.19
 #   mcp 1.10 -> 1.25.0: 1.10 (and 1.20; not 1.25) import a pydantic private pydantic 2.14 removed
 #   opentelemetry-api/sdk 1.30, -instrumentation 0.51b0, wrapt 1.14: as declared
+
+# The async Bedrock tests, and the import-order apps of botocore's two adapters (opentelemetry-
+# instrument comes with the distro).
+AIOBOTOCORE = ["tests/test_bedrock_async.py", "tests/test_import_order.py::test_the_span_comes_out"]
+AIOBOTOCORE_EXTRA = ["opentelemetry-distro", "boto3"]  # boto3: the bedrock app; uv keeps it in step
+AIOBOTOCORE_DRIVERS = ["aiobotocore_converse", "aiobotocore_invoke"]
 
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
 # user necessarily has an older httpx.
@@ -117,9 +124,16 @@ LANES = [
     Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX,
          matrix=["groq", "groq_async"]),
     Lane("bedrock-floor", {"boto3": None, "botocore": FLOORS["boto3"]},
-         ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"],
-         matrix=["bedrock_converse"],
+         ["tests/test_bedrock.py", "tests/test_bedrock_invoke.py", "tests/test_eventstream_codec.py"],
+         matrix=["bedrock_converse", "bedrock_invoke"],
          why="botocore in step (boto3 X takes any botocore 1.34 >= X): ConverseStream came in 1.34.116"),
+    # aiobotocore pins botocore below the newest: tested here, never in the main venv.
+    Lane("aiobotocore-floor", {"aiobotocore": None}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
+         matrix=AIOBOTOCORE_DRIVERS,
+         why="the first whose botocore pin (1.34.131) has ConverseStream; its _parse_event is sync"),
+    Lane("aiobotocore", {"aiobotocore": "3.10.0"}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
+         matrix=AIOBOTOCORE_DRIVERS,
+         why="the newest, with the botocore it pins (1.43.117); _parse_event a coroutine"),
     Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"],
          matrix=["mistral", "mistral_async"]),
     Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"],
