@@ -54,7 +54,15 @@ def process_event(state: Sink, event: Any) -> None:
     payload = json.loads(raw)
     if not isinstance(payload, dict):
         return
-    if "type" in payload:
+    kind = payload.get("type")
+    if kind == "content_block_delta":
+        # The hot path read on the dict itself, as the Anthropic translator reads its event (no
+        # view made per fragment): {"type":"content_block_delta","index":1,
+        #  "delta":{"type":"input_json_delta","partial_json":"{\"lo"}}
+        delta = payload.get("delta") or {}
+        if delta.get("type") == "input_json_delta":
+            state.fragment(payload.get("index"), delta.get("partial_json"))
+    elif kind is not None:
         _anthropic_messages.process_event(state, View(payload))
     elif not _CONVERSE.isdisjoint(payload):
         _bedrock_converse.process_event(state, payload)
