@@ -5,15 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-LABELS = {
-    "bare": "bare SDK",
-    "otel_toolcalls": "otel_toolcalls",
-    "anthropic_own": "anthropic SDK's own tracing",
-    "openllmetry": "OpenLLMetry",
-    "otel_openai_v2": "OTel openai-v2",
-    "otel_genai_openai": "OTel genai-openai",
-    "openinference": "OpenInference",
-}
+from turn_report import LABELS, instruction_table, turn_table, turn_targets
 
 
 def _median(values: list[float]) -> float | None:
@@ -47,13 +39,13 @@ def summarize(runs: dict[str, dict[str, list[Any]]], plan: dict[str, int]) -> di
             for workload in plan:
                 if workload.startswith("mem"):
                     key = "peak_bytes"
-                elif workload == "agent":
+                elif workload.startswith("turn"):
                     key = "cpu_us_per_stream"
                 else:
                     key = "cpu_us_per_chunk"
                 value, diff, ratio = _paired(rounds, bare, workload, key)
                 cell: dict[str, Any] = {"value": value, "extra": diff, "ratio": ratio}
-                if workload.startswith(("len", "agent")):
+                if workload.startswith(("len", "turn")):
                     cell["wall"] = _paired(rounds, bare, workload, "wall_us_per_chunk")[0]
                     cell["spans"] = _median([r[workload]["spans_per_stream"] for r in rounds if r])
                     cell["chunks"] = next((r[workload]["chunks"] for r in rounds if r), None)
@@ -83,6 +75,7 @@ def markdown(
     hotpath: dict[str, Any] | None,
     *,
     quick: bool,
+    instructions: dict[str, Any] | None = None,
 ) -> str:
     plan = info["plan"]
     lengths = [w for w in plan if w.startswith("len")]
@@ -140,16 +133,17 @@ def markdown(
             lines.append(
                 f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + f" | {_f(spans, '.0f')} |"
             )
-        lines += ["", "Agent turn (text, then two parallel tool calls), concurrency and memory:", ""]
+        lines += turn_table(table, [w for w in plan if w.startswith("turn")])
+        lines += instruction_table(instructions.get(provider) if instructions else None, plan)
+        lines += ["", "Concurrency and memory:", ""]
         conc = next((w for w in plan if w.startswith("concurrent")), None)
-        head = "| variant | agent turn: us/stream (extra, ratio) |"
+        head = "| variant |"
         if conc:
             head += f" {plan[conc]} concurrent async streams: streams/s, us/chunk (ratio) |"
         head += "".join(f" peak per stream, {w[3:]} argument (extra vs bare) |" for w in mems)
-        lines += [head, "|" + "---|" * (2 + (1 if conc else 0) + len(mems))]
+        lines += [head, "|" + "---|" * (1 + (1 if conc else 0) + len(mems))]
         for variant, row in table.items():
-            a = row["agent"]
-            cells = [f"{_f(a['value'], ',.0f')} ({_f(a['extra'], '+,.0f')}, {_f(a['ratio'], '.3f')}x)"]
+            cells = []
             if conc:
                 c = row[conc]
                 rate = _f(c.get("streams_per_s"), ",.0f")
@@ -191,6 +185,7 @@ def markdown(
                 )
         lines.append("")
     lines += targets(summary, hotpath, lengths, mems)
+    lines += turn_targets(summary, instructions, [w for w in plan if w.startswith("turn")])
     lines += ["## Versions", "", "| venv | variants | packages |", "|---|---|---|"]
     for venv, packages in versions.items():
         users = ", ".join(LABELS.get(v, v) for v, e in venv_of.items() if e == venv)
@@ -266,7 +261,17 @@ def main(source: str) -> None:
         data = json.load(f)
     venv_of = {v[0]: v[1] for v in VARIANTS if any(v[0] in t for t in data["summary"].values())}
     hotpath = data.get("hotpath")
-    print(markdown(data["summary"], data["machine"], data["versions"], venv_of, hotpath, quick=False))
+    print(
+        markdown(
+            data["summary"],
+            data["machine"],
+            data["versions"],
+            venv_of,
+            hotpath,
+            quick=False,
+            instructions=data.get("instructions"),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import instructions  # noqa: E402
 import report  # noqa: E402
 import streams  # noqa: E402
 import venvs  # noqa: E402
@@ -46,12 +47,23 @@ FULL_PLAN = {
     "len500": 10,
     "len4000": 5,
     "len16000": 3,
-    "agent": 30,
+    **{f"turn{count}": 40 for count in streams.TURN_CALLS},
     "concurrent": 1000,
     "mem1MB": 1,
     "mem10MB": 1,
 }
-QUICK_PLAN = {"len50": 10, "len500": 4, "len4000": 2, "agent": 10, "concurrent": 100, "mem10MB": 1}
+QUICK_PLAN = {
+    "len50": 10,
+    "len500": 4,
+    "len4000": 2,
+    **{f"turn{count}": 20 for count in streams.TURN_CALLS},
+    "concurrent": 100,
+    "mem10MB": 1,
+}
+# Streams counted per turn workload under callgrind (each ~50x slower than natively).
+CALLGRIND_TURNS = 3
+# bench-quick counts the two-call turn only (bare and otel_toolcalls, about a minute).
+QUICK_CALLGRIND = ("turn2",)
 
 
 def machine() -> dict[str, Any]:
@@ -117,6 +129,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (full: 5, quick: 2)")
     parser.add_argument("--variants", help="comma-separated subset of variants")
     parser.add_argument("--out", default=HERE, help="where RESULTS.md, results.json and the plot go")
+    parser.add_argument(
+        "--no-instructions", action="store_true", help="skip the instruction counts (valgrind callgrind)"
+    )
     args = parser.parse_args()
 
     plan = QUICK_PLAN if args.quick else FULL_PLAN
@@ -146,7 +161,16 @@ def main() -> int:
     urls = ready_recv.recv()
     runs: dict[str, dict[str, list[Any]]] = {"openai": {}, "anthropic": {}}
     started = time.monotonic()
+    counted = None
     try:
+        if not args.no_instructions and instructions.available():
+            # First, while the fake provider is up: instruction counts do not depend on the load.
+            turns = QUICK_CALLGRIND if args.quick else [w for w in plan if w.startswith("turn")]
+            jobs = [
+                (pythons[venv], v, p) for v, venv, ps in chosen for p in ("openai", "anthropic") if p in ps
+            ]
+            counted = instructions.measure(jobs, urls, {w: CALLGRIND_TURNS for w in turns})
+            print(f"[bench] instructions counted, {time.monotonic() - started:.0f} s", file=sys.stderr)
         for r in range(rounds):
             for provider in ("openai", "anthropic"):
                 order = [v for v in chosen if provider in v[2]]
@@ -180,13 +204,21 @@ def main() -> int:
     info["plan"] = plan
 
     summary = report.summarize(runs, plan)
-    text = report.markdown(summary, info, versions, {v[0]: v[1] for v in chosen}, hotpath, quick=args.quick)
+    venv_of = {v[0]: v[1] for v in chosen}
+    text = report.markdown(summary, info, versions, venv_of, hotpath, quick=args.quick, instructions=counted)
     if args.quick:
         print(text)
         return 0
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(
-            {"machine": info, "versions": versions, "hotpath": hotpath, "runs": runs, "summary": summary},
+            {
+                "machine": info,
+                "versions": versions,
+                "hotpath": hotpath,
+                "runs": runs,
+                "summary": summary,
+                "instructions": counted,
+            },
             f,
             indent=1,
         )
@@ -197,9 +229,14 @@ def main() -> int:
     kept = providers.section_of(path)
     with open(path, "w") as f:
         f.write(text if kept is None else text.rstrip("\n") + "\n\n" + kept)
-    plot = os.path.join(args.out, "cost_per_chunk.png")
     subprocess.run(
-        [pythons["base"], os.path.join(HERE, "plot.py"), os.path.join(args.out, "results.json"), plot],
+        [
+            pythons["base"],
+            os.path.join(HERE, "plot.py"),
+            os.path.join(args.out, "results.json"),
+            os.path.join(args.out, "cost_per_chunk.png"),
+            os.path.join(args.out, "cost_per_turn.png"),
+        ],
         check=False,
     )
     print(text)
