@@ -10,6 +10,7 @@ from opentelemetry import metrics, trace
 
 from . import _names as n
 from ._config import Settings
+from ._counts import call_counts
 from ._inference_metrics import InferenceInstruments
 from ._registry import CallRegistry
 from .version import __version__
@@ -74,8 +75,8 @@ class Telemetry:
         )
         meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider, schema_url=_SCHEMA_URL)
         self.tool_name_for_metrics = ToolNameLimiter(settings.metrics_max_tool_names)
-        self.calls = meter.create_counter(
-            n.METRIC_CALLS, unit="{call}", description="Streamed tool calls by outcome."
+        self.calls = call_counts(
+            meter, n.METRIC_CALLS, unit="{call}", description="Streamed tool calls by outcome."
         )
         self.duration = _histogram(
             meter, n.METRIC_DURATION, "s", "Tool-call block start to completion or abort.", _SECONDS_BUCKETS
