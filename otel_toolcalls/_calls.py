@@ -171,16 +171,19 @@ def _remember(t: Telemetry, call: Call, outcome: str, reason: str | None) -> Non
 def _end_span(call: Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int) -> None:
     span = call.span
     if span.is_recording():
-        span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
+        # One set_attributes: the SDK takes its lock and checks the span once, not per attribute.
+        attributes: dict[str, Any] = {n.TOOLCALL_ARGUMENTS_DELTAS: call.deltas}
         if call.deltas or not call.whole:
-            span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
-        span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
+            attributes[n.TOOLCALL_ARGUMENTS_SIZE] = call.size
+        attributes[n.TOOLCALL_OUTCOME] = outcome
         if reason is not None:
-            span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
-            span.set_attribute(n.ERROR_TYPE, error_type or reason)
-            span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
+            attributes[n.TOOLCALL_ABORT_REASON] = reason
+            attributes[n.ERROR_TYPE] = error_type or reason
         if call.content is not None:
-            span.set_attribute(n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content))
+            attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = "".join(call.content)
+        span.set_attributes(attributes)
+        if reason is not None:
+            span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
     span.end(end_time=end_ns)
 
 
