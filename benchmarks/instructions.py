@@ -63,6 +63,8 @@ def start_library(directory: str) -> str | None:
 def _one(
     python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int], start: str | None
 ) -> Any:
+    # "otel_toolcalls@/some/dir": the package as found in that directory (a snapshot to compare).
+    variant, _, snapshot = variant.partition("@")
     from worker import CALLGRIND_FUNCTION
 
     with tempfile.TemporaryDirectory(prefix="otel-toolcalls-cg-") as tmp:
@@ -90,6 +92,8 @@ def _one(
         ]
         # Fixed hash seed: set and dict iteration orders, hence the instructions, repeat run to run.
         env = {**os.environ, "PYTHONHASHSEED": "0", "OTEL_TOOLCALLS_BENCH_CGSTART": start or ""}
+        if snapshot:
+            env["PYTHONPATH"] = snapshot
         done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=env)
     if done.returncode != 0:
         print(f"[bench] callgrind {variant}/{provider} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
@@ -158,6 +162,7 @@ def main() -> int:
         action="store_true",
         help="each variant in its venv under .bench-venvs/ (run.py's), not this one",
     )
+    parser.add_argument("--snapshots", help="directories (comma-separated) of otel_toolcalls/ copies")
     args = parser.parse_args()
     workloads = args.workloads.split(",")
     plan = {w: args.turns for w in workloads}
@@ -178,6 +183,12 @@ def main() -> int:
             for provider in args.providers.split(",")
             for variant in args.variants.split(",")
             if provider in serves[variant]
+        ]
+        # Snapshots of the package to compare (before/after a change), each counted as otel_toolcalls.
+        jobs += [
+            (sys.executable, f"otel_toolcalls@{snapshot}", provider)
+            for provider in args.providers.split(",")
+            for snapshot in (args.snapshots.split(",") if args.snapshots else [])
         ]
         results = measure(jobs, urls, plan)
     finally:
