@@ -35,10 +35,27 @@ _FILTERING = (
 _ERRORING = frozenset({"error", "timeout", "failed"})
 
 
+# Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
+# as a reason is provider output: past the bound, reasons are classified each time.
+_CLASSIFIED: dict[str, str | None] = {}
+_CLASSIFIED_MAX = 256
+
+
 def classify(reason: str | None) -> str | None:
     """The abort reason a finish/stop reason means, or None when it completes what it settles."""
     if not reason:
         return None
+    try:
+        return _CLASSIFIED[reason]
+    except (KeyError, TypeError):
+        pass
+    found = _classify(reason)
+    if len(_CLASSIFIED) < _CLASSIFIED_MAX and isinstance(reason, str):
+        _CLASSIFIED[reason] = found
+    return found
+
+
+def _classify(reason: str) -> str | None:
     low = reason.lower()
     if "malformed" in low:
         return n.MALFORMED
