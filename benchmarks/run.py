@@ -61,7 +61,7 @@ QUICK_PLAN = {
     "mem10MB": 1,
 }
 # Streams counted per turn workload under callgrind (each ~50x slower than natively).
-CALLGRIND_TURNS = 3
+CALLGRIND_TURNS = 2
 # bench-quick counts the two-call turn only (bare and otel_toolcalls, about a minute).
 QUICK_CALLGRIND = ("turn2",)
 

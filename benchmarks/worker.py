@@ -226,7 +226,8 @@ def instructions(
     if len(new) != 1:
         raise RuntimeError(f"expected one callgrind dump for the measured turns, got {len(new)}")
     total = _total(new[0])
-    os.remove(new[0])
+    if not os.environ.get("OTEL_TOOLCALLS_BENCH_KEEP_DUMPS"):  # kept for callgrind_annotate
+        os.remove(new[0])
     return {
         "chunks": chunks // turns,
         "instructions_per_stream": total / turns,

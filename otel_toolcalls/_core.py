@@ -109,6 +109,9 @@ class StreamState(BlockEvents):
         self.pending_usage: Any = None  # Anthropic's message_start usage until message_delta
         self.first_chunk_ns: int | None = None
         self.buffered = False
+        # The weak reference that abandons the stream when the user's object is collected
+        # (_request.watch); held here so that it lives exactly as long as the state.
+        self.watcher: Any = None
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 
         self._owns_span = False
