@@ -182,7 +182,7 @@ def main() -> int:
             (venvs.ensure(venv_of[variant]) or "" if args.venvs else sys.executable, variant, provider)
             for provider in args.providers.split(",")
             for variant in args.variants.split(",")
-            if provider in serves[variant]
+            if variant and provider in serves[variant]
         ]
         # Snapshots of the package to compare (before/after a change), each counted as otel_toolcalls.
         jobs += [

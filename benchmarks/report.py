@@ -109,6 +109,14 @@ def markdown(
         "default). `spans` = spans finished per stream (a check that the variant really traced).",
         "",
     ]
+    reused = info.get("instructions_reused")
+    if reused:
+        lines += [
+            f"Instruction counts of {', '.join(LABELS.get(v, v) for v in reused['variants'])} are those of "
+            f"`{reused['from']}` (the same venvs, SDK versions and streams: their code does not change with "
+            "this tree, and a count repeats to ~0.1%); otel_toolcalls was counted in this run.",
+            "",
+        ]
     for provider, table in summary.items():
         if not table:
             continue

@@ -121,6 +121,44 @@ def run_worker(python: str, variant: str, provider: str, urls: dict[str, str], p
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _count_instructions(
+    args: Any, chosen: list[Any], pythons: dict[str, str], urls: Any, plan: dict[str, int], info: Any
+) -> Any:
+    """Instruction counts under callgrind, in a thread beside the CPU rounds (they do not depend on
+    the load; on this 2-core machine the rounds then share it with two valgrind processes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    turns = list(QUICK_CALLGRIND) if args.quick else [w for w in plan if w.startswith("turn")]
+    reused: dict[str, dict[str, Any]] = {}
+    if args.instructions_from:
+        with open(args.instructions_from) as f:
+            loaded = json.load(f)
+        loaded = loaded.get("instructions", loaded)
+        reused = {
+            provider: {v: row for v, row in variants.items() if v != "otel_toolcalls" and "@" not in v}
+            for provider, variants in loaded.items()
+        }
+        info["instructions_reused"] = {
+            "from": os.path.basename(args.instructions_from),
+            "variants": sorted({v for variants in reused.values() for v in variants}),
+        }
+    jobs = [
+        (pythons[venv], v, p)
+        for v, venv, ps in chosen
+        for p in ("openai", "anthropic")
+        if p in ps and v not in reused.get(p, {})
+    ]
+
+    def count() -> Any:
+        fresh = instructions.measure(jobs, urls, {w: CALLGRIND_TURNS for w in turns})
+        merged = {p: dict(reused.get(p, {})) for p in ("openai", "anthropic")}
+        for provider, variants in fresh.items():
+            merged[provider].update(variants)
+        return merged
+
+    return ThreadPoolExecutor(max_workers=1).submit(count)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -132,9 +170,17 @@ def main() -> int:
     parser.add_argument(
         "--no-instructions", action="store_true", help="skip the instruction counts (valgrind callgrind)"
     )
+    parser.add_argument("--workloads", help="comma-separated subset of the plan's workloads")
+    parser.add_argument(
+        "--instructions-from",
+        help="instructions.py --json output (or a results.json) whose counts are taken for every variant "
+        "but otel_toolcalls, which is counted again: the others' code does not change with this tree",
+    )
     args = parser.parse_args()
 
     plan = QUICK_PLAN if args.quick else FULL_PLAN
+    if args.workloads:
+        plan = {w: reps for w, reps in plan.items() if w in args.workloads.split(",")}
     rounds = args.rounds or (2 if args.quick else 5)
     chosen = [v for v in VARIANTS if not args.variants or v[0] in args.variants.split(",")]
     if args.quick:
@@ -162,15 +208,10 @@ def main() -> int:
     runs: dict[str, dict[str, list[Any]]] = {"openai": {}, "anthropic": {}}
     started = time.monotonic()
     counted = None
+    counting = None
     try:
         if not args.no_instructions and instructions.available():
-            # First, while the fake provider is up: instruction counts do not depend on the load.
-            turns = QUICK_CALLGRIND if args.quick else [w for w in plan if w.startswith("turn")]
-            jobs = [
-                (pythons[venv], v, p) for v, venv, ps in chosen for p in ("openai", "anthropic") if p in ps
-            ]
-            counted = instructions.measure(jobs, urls, {w: CALLGRIND_TURNS for w in turns})
-            print(f"[bench] instructions counted, {time.monotonic() - started:.0f} s", file=sys.stderr)
+            counting = _count_instructions(args, chosen, pythons, urls, plan, info)
         for r in range(rounds):
             for provider in ("openai", "anthropic"):
                 order = [v for v in chosen if provider in v[2]]
@@ -179,6 +220,9 @@ def main() -> int:
                     result = run_worker(pythons[venv], variant, provider, urls[provider], plan)
                     runs[provider].setdefault(variant, []).append(result)
             print(f"[bench] round {r + 1}/{rounds} done, {time.monotonic() - started:.0f} s", file=sys.stderr)
+        if counting is not None:
+            counted = counting.result()
+            print(f"[bench] instructions counted, {time.monotonic() - started:.0f} s", file=sys.stderr)
     finally:
         stop_send.send(True)
         server.join(10)
