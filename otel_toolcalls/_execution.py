@@ -63,8 +63,8 @@ def execution_in_progress() -> Span | None:
 
 
 # What a framework hands back for a tool that failed without raising (its error result): the
-# exception it caught, if it kept one.
-ErrorOf = Callable[[Any], "BaseException | None"]
+# exception it caught, or, where it kept none, the error type its result says.
+ErrorOf = Callable[[Any], "BaseException | str | None"]
 
 
 class Execution:
@@ -86,7 +86,7 @@ class Execution:
         self._telemetry = telemetry
         self._scope: execute_tool | None = None
         self._token: contextvars.Token[str | None] | None = None
-        self._error: BaseException | None = None
+        self._error: BaseException | str | None = None
 
     def __enter__(self) -> Execution:
         try:
@@ -121,6 +121,9 @@ class Execution:
         scope, self._scope = self._scope, None
         try:
             if scope is not None:
+                if isinstance(error, str):
+                    scope.failed(error)  # an error result with no exception behind it
+                    error = None
                 scope.__exit__(type(error) if error is not None else None, error, None)
         except Exception:
             _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
