@@ -191,7 +191,7 @@ class execute_tool:
 
     def failed(self, error_type: str) -> None:
         """The execution failed though nothing was raised here: a framework that answers the model
-        with an error result (its ``error_type``) and keeps no exception. Ends as ``__exit__`` does."""
+        with an error result (its ``error_type``) and keeps no exception. ``__exit__`` records it."""
         self._failed = error_type
 
     def _record_failure(self, span: Span, exc: BaseException | None, error_type: str) -> None:
