@@ -16,15 +16,17 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind
 
 from . import _names as n
-from ._calls import Call, End, start_span
+from ._calls import Call, End, Opening, start_span
 from ._registry import call_key
+from ._sink import Sink
 from ._telemetry import Telemetry
 
 _log = logging.getLogger("otel_toolcalls._core")
 
 
-class BlockEvents:
-    """The block half of ``StreamState``: the attributes below are set by its ``__init__``."""
+class BlockEvents(Sink):
+    """The block half of ``StreamState``: the attributes below are set by its ``__init__``; the
+    translator-facing ``block_started`` is ``Sink``'s, which hands over an ``Opening``."""
 
     _t: Telemetry
     _lock: threading.RLock
@@ -49,82 +51,50 @@ class BlockEvents:
 
     # -- block events ----------------------------------------------------------------------------
 
-    def block_started(
-        self,
-        key: Hashable,
-        *,
-        name: str,
-        call_id: str | None = None,
-        index: int | None = None,
-        tool_type: str = n.TOOL_TYPE_FUNCTION,
-        choice: int = 0,
-        whole: bool = False,
-    ) -> None:
-        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts)."""
+    def _open_block(self, opening: Opening) -> None:
         ends: list[End] = []
         with self._lock:
             if self._done:
                 return
-            previous = self.open.pop(key, None)
+            previous = self.open.pop(opening.key, None)
             if previous is not None:
                 # Ended now, before the new block's span starts, though the span work comes later.
                 ends.append((previous, n.INCOMPLETE, None, self._now()))
             self._take_pending(ends)
-            call = self._start_call(key, name, call_id, index, tool_type, choice, whole)
+            call = self._start_call(opening)
             if self._done:
                 # Finalized while the span was being started (a span processor, or a collection in
                 # this thread, ended the stream): the call ends as the stream did, not left open.
                 reason, error_type = self._closing
                 ends.append((call, reason, error_type, None))
             else:
-                self.open[key] = call
-            self._choices_with_calls.add(choice)
+                self.open[opening.key] = call
+            self._choices_with_calls.add(opening.choice)
             self.tool_calls += 1
         self._end_calls(ends)
 
-    def _start_call(
-        self,
-        key: Hashable,
-        name: str,
-        call_id: str | None,
-        index: int | None,
-        tool_type: str,
-        choice: int,
-        whole: bool,
-    ) -> Call:
-        name = name[: n.MAX_NAME_LENGTH]
+    def _start_call(self, opening: Opening) -> Call:
         attributes: dict[str, Any] = {
             n.GEN_AI_PROVIDER_NAME: self.provider,
-            n.GEN_AI_TOOL_NAME: name,
-            n.GEN_AI_TOOL_TYPE: tool_type,
+            n.GEN_AI_TOOL_NAME: opening.name,
+            n.GEN_AI_TOOL_TYPE: opening.tool_type,
         }
         if self.model:
             attributes[n.GEN_AI_REQUEST_MODEL] = self.model
-        if call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(call_id)
-        if index is not None:
-            attributes[n.TOOLCALL_INDEX] = index
+        if opening.call_id:
+            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(opening.call_id)
+        if opening.index is not None:
+            attributes[n.TOOLCALL_INDEX] = opening.index
         start_ns = self._now()
         span = start_span(
             self._t.tracer,
-            n.TOOL_CALL_SPAN_PREFIX + name,
+            n.TOOL_CALL_SPAN_PREFIX + opening.name,
             context=self._child_context,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
             start_time=start_ns,
         )
-        return Call(
-            key,
-            choice,
-            index,
-            call_id or None,
-            name,
-            tool_type,
-            span,
-            start_ns,
-            self._t.settings.capture_content,
-            whole,
-        )
+        return Call(opening, span, start_ns, self._t.settings.capture_content)
 
     def is_open(self, key: Hashable) -> bool:
         return key in self.open
@@ -211,4 +181,3 @@ class BlockEvents:
         """Outside the lock: the calls the locked part took, ended by this thread and no other."""
         for call, reason, error_type, end_ns in ends:
             self._end_call(call, reason, error_type, end_ns)
-

@@ -7,6 +7,7 @@ exporter path that ``span.end()`` runs (a synchronous processor, a raising one).
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -78,6 +79,20 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """A tool-call block as its start event names it, the name already cut and an empty id None."""
+
+    key: Hashable
+    name: str
+    call_id: str | None
+    index: int | None
+    tool_type: str
+    choice: int
+    # It arrived whole, its arguments parsed (Gemini parts).
+    whole: bool
+
+
 class Call:
     __slots__ = (
         "call_id",
@@ -96,25 +111,13 @@ class Call:
         "whole",
     )
 
-    def __init__(
-        self,
-        key: Hashable,
-        choice: int,
-        index: int | None,
-        call_id: str | None,
-        name: str,
-        tool_type: str,
-        span: Span,
-        start_ns: int,
-        capture: bool,
-        whole: bool,
-    ) -> None:
-        self.key = key
-        self.choice = choice
-        self.index = index
-        self.call_id = call_id
-        self.name = name
-        self.tool_type = tool_type
+    def __init__(self, opening: Opening, span: Span, start_ns: int, capture: bool) -> None:
+        self.key = opening.key
+        self.name = opening.name
+        self.call_id = opening.call_id
+        self.index = opening.index
+        self.tool_type = opening.tool_type
+        self.choice = opening.choice
         self.span = span
         self.start_ns = start_ns
         self.stop_ns: int | None = None
@@ -122,7 +125,7 @@ class Call:
         self.size = 0
         # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
         # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
-        self.whole = whole
+        self.whole = opening.whole
         # Content capture keeps only the characters it will emit, not the whole argument text.
         self.content: list[str] | None = [] if capture else None
         self.room = n.MAX_ARGUMENTS_LENGTH

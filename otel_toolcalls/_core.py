@@ -58,7 +58,8 @@ class RequestInfo:
 
 
 # Streams still open, so that interpreter exit can end their calls as abandoned before the
-# tracer provider's own atexit shutdown runs (see _stream.install_exit_hook).
+# tracer provider's own atexit shutdown runs (see _stream.install_exit_hook). It also keeps each
+# open stream's state alive for the collection watch, which holds it weakly (_request.watch).
 LIVE: dict[int, StreamState] = {}
 
 
@@ -108,7 +109,6 @@ class StreamState(BlockEvents):
         self.pending_usage: Any = None  # Anthropic's message_start usage until message_delta
         self.first_chunk_ns: int | None = None
         self.buffered = False
-        self.watcher: Any = None  # the weakref.finalize that abandons the stream on collection
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 
         self._owns_span = False
@@ -138,9 +138,6 @@ class StreamState(BlockEvents):
         self._done = True
         self.open = {}
         self._pending = None
-        watcher, self.watcher = self.watcher, None
-        if watcher is not None:
-            watcher.detach()
 
     def set_provider(self, provider: str) -> None:
         """A routing layer above the SDK (LiteLLM) names the provider better than the SDK's client;
@@ -250,9 +247,6 @@ class StreamState(BlockEvents):
             self._take_pending(ends)
             self._take_open(ends, *self._closing)
         LIVE.pop(id(self), None)
-        watcher, self.watcher = self.watcher, None
-        if watcher is not None:
-            watcher.detach()
         self._end_calls(ends)
         try:
             inference.end_inference(self, reason, error_type, _time_ns())

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Span, Status, StatusCode
 
 from . import _names as n
-from ._inference_metrics import reports_usage
+from ._inference_metrics import reports_usage, request_attributes
 from ._internal import guarded
 from ._usage import span_attributes
 
@@ -20,19 +20,8 @@ if TYPE_CHECKING:
 
 
 def inference_attributes(state: StreamState) -> dict[str, Any]:
-    r = state.request
-    attributes: dict[str, Any] = {
-        n.GEN_AI_OPERATION_NAME: r.operation,
-        n.GEN_AI_PROVIDER_NAME: r.provider,
-        n.GEN_AI_REQUEST_STREAM: True,
-    }
-    if r.model:
-        attributes[n.GEN_AI_REQUEST_MODEL] = r.model
-    if r.server_address:
-        attributes[n.SERVER_ADDRESS] = r.server_address
-    if r.server_port:
-        attributes[n.SERVER_PORT] = r.server_port
-    return attributes
+    """The inference span's attributes at its start."""
+    return {**request_attributes(state.request), n.GEN_AI_REQUEST_STREAM: True}
 
 
 def stream_outcome(state: StreamState, reason: str, error_type: str | None) -> tuple[str | None, str | None]:

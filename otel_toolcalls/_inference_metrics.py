@@ -16,14 +16,13 @@ usage (the conventions: no usage for that operation).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _names as n
 from ._usage import FIELDS
 
 if TYPE_CHECKING:
-    from ._core import StreamState
+    from ._core import RequestInfo, StreamState
 
 _log = logging.getLogger(__name__)
 
@@ -43,7 +42,6 @@ RECORDED_BY_SCOPE: dict[str, frozenset[str]] = {
     ),
 }
 
-Histogram = Callable[[Any, str, str, str, Any], Any]
 _SUBSETS = frozenset({"cache_read", "cache_write", "reasoning"})
 
 
@@ -55,21 +53,27 @@ def recorded_elsewhere(span: Any) -> frozenset[str]:
     return RECORDED_BY_SCOPE.get(getattr(scope, "name", None) or "", frozenset())
 
 
-def attributes_of(state: StreamState) -> dict[str, Any]:
-    """The attributes every inference metric carries (``metric_attributes.gen_ai``)."""
-    request = state.request
+def request_attributes(request: RequestInfo) -> dict[str, Any]:
+    """What every inference signal (span and metrics) carries of the request itself; the port only
+    with the address (the conventions: ``server.port`` is required if ``server.address`` is set)."""
     attributes: dict[str, Any] = {
         n.GEN_AI_OPERATION_NAME: request.operation,
-        n.GEN_AI_PROVIDER_NAME: state.provider,
+        n.GEN_AI_PROVIDER_NAME: request.provider,
     }
-    if state.model:
-        attributes[n.GEN_AI_REQUEST_MODEL] = state.model
-    if state.response_model:
-        attributes[n.GEN_AI_RESPONSE_MODEL] = state.response_model
+    if request.model:
+        attributes[n.GEN_AI_REQUEST_MODEL] = request.model
     if request.server_address:
         attributes[n.SERVER_ADDRESS] = request.server_address
         if request.server_port:
             attributes[n.SERVER_PORT] = request.server_port
+    return attributes
+
+
+def attributes_of(state: StreamState) -> dict[str, Any]:
+    """The attributes every inference metric carries (``metric_attributes.gen_ai``)."""
+    attributes = request_attributes(state.request)
+    if state.response_model:
+        attributes[n.GEN_AI_RESPONSE_MODEL] = state.response_model
     return attributes
 
 
@@ -78,24 +82,12 @@ def reports_usage(state: StreamState) -> bool:
 
 
 class InferenceInstruments:
-    def __init__(self, meter: Any, histogram: Histogram) -> None:
-        self.duration = histogram(
-            meter, n.METRIC_INFERENCE_DURATION, "s", "GenAI client inference duration.", SECONDS_BUCKETS
-        )
-        self.operation_duration = histogram(
-            meter, n.METRIC_OPERATION_DURATION, "s", "GenAI operation duration.", SECONDS_BUCKETS
-        )
-        self.time_to_first_chunk = histogram(
-            meter,
-            n.METRIC_TIME_TO_FIRST_CHUNK,
-            "s",
-            "Time from the request to the first chunk of a streamed response.",
-            SECONDS_BUCKETS,
-        )
-        self.tokens = {
-            metric: meter.create_counter(metric, unit="{token}", description=f"Tokens, as {attribute}.")
-            for _, attribute, metric in FIELDS
-        }
+    def __init__(self, made: dict[str, Any]) -> None:
+        """``made``: every instrument, by name (``_telemetry`` makes them all from one table)."""
+        self.duration = made[n.METRIC_INFERENCE_DURATION]
+        self.operation_duration = made[n.METRIC_OPERATION_DURATION]
+        self.time_to_first_chunk = made[n.METRIC_TIME_TO_FIRST_CHUNK]
+        self.tokens = {metric: made[metric] for _, _, metric in FIELDS}
 
     def record(self, state: StreamState, *, error_type: str | None, end_ns: int) -> None:
         try:

@@ -12,33 +12,39 @@ that call, in the same context.
 from __future__ import annotations
 
 import contextvars
+import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.trace import SpanKind
 
+from . import _names as n
 from . import _replay
 from ._core import RequestInfo, StreamState
 from ._internal import guarded
-from ._stream import (
-    Process,
-    bind,
-    bound,
-    ended_by,
-    foreign_inference_span,
-    install_exit_hook,
-    watch,
-    wrap_async,
-    wrap_sync,
-)
+from ._stream import Process, bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
 from ._telemetry import Telemetry
 
-__all__ = ["CURRENT", "Request", "current", "keep", "kept", "model_of", "stash", "traced_elsewhere"]
+__all__ = [
+    "CURRENT",
+    "Request",
+    "current",
+    "foreign_inference_span",
+    "keep",
+    "kept",
+    "model_of",
+    "stash",
+    "traced_elsewhere",
+    "watch",
+]
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -212,3 +218,53 @@ def kept(owner: object) -> Any:
 def model_of(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
+
+def watch(owner: object, state: StreamState) -> None:
+    """Ends ``state`` as abandoned when ``owner`` (what the user holds) is garbage-collected.
+
+    The finalizer holds the state weakly: until the stream ends the core's table of live streams
+    keeps it; once it ended, nothing here keeps it (or its spans) alive for as long as the user keeps
+    the stream object, so the stream's end need not detach anything."""
+    try:
+        finalizer = weakref.finalize(owner, _abandon, weakref.ref(state))
+    except TypeError:
+        _log.debug("otel_toolcalls: %r cannot be watched for collection", type(owner))
+        return
+    # Interpreter exit is handled by _stream._end_live_streams, which runs before the tracer
+    # provider's shutdown; the finalizer's own atexit run could come after it.
+    finalizer.atexit = False
+
+
+def _abandon(ref: weakref.ref[StreamState]) -> None:
+    state = ref()
+    if state is not None:
+        state.abandoned()
+
+
+# OpenLLMetry's convention, shared by its framework instrumentations (LangChain, LlamaIndex...): the
+# one that made the LLM span for a request sets this context value while the provider SDK's call
+# runs, so that the provider's instrumentation adds no second span. A context value, not a span's
+# attribute: it reads the same under any tracer provider.
+LLM_SPAN_IS_CURRENT = "suppress_language_model_instrumentation"
+
+
+def foreign_inference_span(ctx: otel_context.Context) -> Any:
+    """The current span when it is already this request's inference span, made by someone else.
+
+    Known by the context (``LLM_SPAN_IS_CURRENT``: any span class), else by the span's kind and
+    ``gen_ai.operation.name`` where its class shows them (the SDK's ``ReadableSpan``); the
+    OpenTelemetry API has no reader for either, so a span of another tracer provider that shows
+    neither is not someone else's inference span for the package."""
+    span = trace.get_current_span(ctx)
+    if not span.is_recording():
+        return None
+    if otel_context.get_value(LLM_SPAN_IS_CURRENT, ctx):
+        return span
+    kind = getattr(span, "kind", None)
+    attributes = getattr(span, "attributes", None)
+    if not isinstance(attributes, Mapping):
+        _log.debug("otel_toolcalls: %r shows no attributes; not taken as an inference span", type(span))
+        return None
+    if kind == SpanKind.CLIENT and attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS:
+        return span
+    return None

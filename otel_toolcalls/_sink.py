@@ -1,5 +1,6 @@
 """What a translator may do to a stream: the one interface between the adapters' chunk readers and
-the core. ``StreamState`` implements it; a translator imports nothing else from the core."""
+the core. ``StreamState`` implements it (a subclass: ``block_started`` is written here once, the
+core implements what it hands over); a translator imports nothing else from the core."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from . import _names as n
-from ._calls import classify
+from ._calls import Opening, classify
 
 # classify: the abort reason a finish reason means, for a translator that must decide by it.
 __all__ = ["Sink", "by_type", "classify"]
@@ -32,7 +33,14 @@ class Sink(Protocol):
         tool_type: str = n.TOOL_TYPE_FUNCTION,
         choice: int = 0,
         whole: bool = False,
-    ) -> None: ...
+    ) -> None:
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts).
+        Defined here, once, for every implementation: the core takes the ``Opening``."""
+        self._open_block(
+            Opening(key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole)
+        )
+
+    def _open_block(self, opening: Opening) -> None: ...
 
     def fragment(self, key: Hashable, text: str | None) -> None: ...
 

@@ -4,8 +4,8 @@ Reading a chunk and processing it are guarded separately: what the SDK's iterato
 stream's failure and goes back to the caller untouched; what processing raises is ours, counted and
 logged (_internal) and dropped, and the chunk is yielded exactly as the SDK made it.
 
-The sync and async generators differ only in ``for``/``async for`` and in cancellation; every
-decision they lead to lives in ``StreamState``.
+The sync and async generators differ only in ``for``/``async for``; what a chunk or an exception
+means is decided once, below, and every decision it leads to lives in ``StreamState``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,8 @@ import os
 import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from opentelemetry.trace import SpanKind
-
-from . import _names as n
 from ._core import LIVE, StreamState
 from ._internal import report, site_of
 
@@ -31,82 +28,75 @@ T = TypeVar("T")
 Process = Callable[[StreamState, Any], None]
 
 
-def _early_chunk(state: StreamState, count: int, probe: int) -> None:
-    # The first chunk reads the clock for time-to-first-chunk; chunk number `probe` reads it once
-    # more for the buffered-stream check. No other chunk reads it.
-    if count == 1:
-        state.first_chunk()
-    if count == probe:
-        state.nth_chunk()
+def _handler(state: StreamState, process: Process) -> Callable[[Any], None]:
+    """What the wrapper does with each chunk before yielding it: the early chunks' clock reads
+    (the first for time-to-first-chunk, number ``buffered_probe`` once more for the buffered-stream
+    check; no other chunk reads the clock), then the translator, its failure reported, not raised."""
+    probe = state.buffered_probe
+    count = 0
+
+    def handle(chunk: Any) -> None:
+        nonlocal count
+        try:
+            if count < probe:
+                count += 1
+                if count == 1:
+                    state.first_chunk()
+                if count == probe:
+                    state.nth_chunk()
+            process(state, chunk)
+        except Exception as exc:
+            report(site_of(process), exc)
+
+    return handle
+
+
+class _Ending:
+    """How the wrapped iteration ended, told to the state once, the same for both wrappers: the
+    SDK's iterator exhausted, or an exception out of it or thrown in at a ``yield``."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: StreamState) -> None:
+        self.state = state
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> Literal[False]:
+        if exc is None:
+            self.state.ended()
+        else:
+            ended_by(self.state, exc)
+        return False  # what ended the iteration goes on to the caller untouched
 
 
 def wrap_sync(inner: Iterator[T], state: StreamState, process: Process) -> Iterator[T]:
-    probe = state.buffered_probe
-    count = 0
-    try:
+    handle = _handler(state, process)
+    with _Ending(state):
         for chunk in inner:
-            try:
-                count += 1
-                if count <= probe:
-                    _early_chunk(state, count, probe)
-                process(state, chunk)
-            except Exception as exc:
-                report(site_of(process), exc)
+            handle(chunk)
             yield chunk
-    except GeneratorExit:
-        # Nobody closed the stream through a path we watch (that would have finalized it first):
-        # the generator is being collected.
-        state.abandoned()
-        raise
-    except BaseException as exc:
-        state.failed(exc)
-        raise
-    else:
-        state.ended()
 
 
 async def wrap_async(inner: AsyncIterator[T], state: StreamState, process: Process) -> AsyncIterator[T]:
-    probe = state.buffered_probe
-    count = 0
-    try:
+    handle = _handler(state, process)
+    with _Ending(state):
         async for chunk in inner:
-            try:
-                count += 1
-                if count <= probe:
-                    _early_chunk(state, count, probe)
-                process(state, chunk)
-            except Exception as exc:
-                report(site_of(process), exc)
+            handle(chunk)
             yield chunk
-    except BaseException as exc:
-        ended_by(state, exc)
-        raise
-    else:
-        state.ended()
 
 
 def ended_by(state: StreamState, exc: BaseException) -> None:
-    """What an exception out of the SDK's async iterator (or the await that sends the request)
-    means for the stream: collected, cancelled, or failed."""
+    """What an exception out of the SDK's iterator (or the await that sends the request) means for
+    the stream. ``GeneratorExit``: nobody closed it through a path the package watches (that would
+    have finalized it first), so the generator is being collected."""
     if isinstance(exc, GeneratorExit):
         state.abandoned()
     elif isinstance(exc, asyncio.CancelledError):
         state.cancelled()
     else:
         state.failed(exc)
-
-
-def watch(owner: object, state: StreamState) -> None:
-    """Ends the stream as abandoned when ``owner`` (what the user holds) is garbage-collected."""
-    try:
-        finalizer = weakref.finalize(owner, state.abandoned)
-    except TypeError:
-        _log.debug("otel_toolcalls: %r cannot be watched for collection", type(owner))
-        return
-    # Interpreter exit is handled by _end_live_streams, which runs before the tracer provider's
-    # shutdown; the finalizer's own atexit run could come after it.
-    finalizer.atexit = False
-    state.watcher = finalizer
 
 
 # The state of each stream, keyed on an object every view of the stream shares (the HTTP response:
@@ -165,18 +155,3 @@ def install_exit_hook() -> None:
     if not _exit_hook_installed:
         _exit_hook_installed = True
         atexit.register(_end_live_streams)
-
-
-def foreign_inference_span(ctx: Any) -> Any:
-    """The current span when it is already this request's inference span, made by someone else."""
-    from opentelemetry import trace
-
-    span = trace.get_current_span(ctx)
-    if not span.is_recording():
-        return None
-    if getattr(span, "kind", None) != SpanKind.CLIENT:
-        return None
-    attributes = getattr(span, "attributes", None) or {}
-    if attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS:
-        return span
-    return None

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
 
 from . import _names as n
 from ._config import Settings
-from ._inference_metrics import InferenceInstruments
+from ._inference_metrics import SECONDS_BUCKETS, InferenceInstruments
 from ._registry import CallRegistry
+from ._usage import FIELDS
 from .version import __version__
 
 _SCOPE = "otel_toolcalls"
@@ -28,7 +29,42 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=REGISTRY.after_fork_in_child)
 
 
-def _histogram(meter: metrics.Meter, name: str, unit: str, description: str, buckets: Any) -> Any:
+class Spec(NamedTuple):
+    unit: str
+    description: str
+    buckets: Any = None  # the advised bucket boundaries of a histogram; None: a counter
+
+
+# Every instrument the package records, by name.
+_INSTRUMENTS: dict[str, Spec] = {
+    n.METRIC_CALLS: Spec("{call}", "Streamed tool calls by outcome."),
+    n.METRIC_DURATION: Spec("s", "Tool-call block start to completion or abort.", _SECONDS_BUCKETS),
+    n.METRIC_ARGUMENTS_SIZE: Spec("By", "UTF-8 bytes of a call's argument fragments.", _BYTES_BUCKETS),
+    n.METRIC_ARGUMENTS_DELTAS: Spec("{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS),
+    n.METRIC_EXECUTE_TOOL_DURATION: Spec("s", "Duration of tool executions.", _SECONDS_BUCKETS),
+    n.METRIC_REPLAYED_ABORTED: Spec(
+        "{call}", "Aborted tool calls found again in a later request's input history."
+    ),
+    n.METRIC_STREAM_BUFFERED: Spec(
+        "{stream}", "Streams whose chunks arrived in one burst after a long wait."
+    ),
+    n.METRIC_INTERNAL_ERRORS: Spec(
+        "{error}", "Failures of the package's own steps, by site; none reached the application."
+    ),
+    # The GenAI conventions' inference metrics, with their advised buckets (_inference_metrics).
+    n.METRIC_INFERENCE_DURATION: Spec("s", "GenAI client inference duration.", SECONDS_BUCKETS),
+    n.METRIC_OPERATION_DURATION: Spec("s", "GenAI operation duration.", SECONDS_BUCKETS),
+    n.METRIC_TIME_TO_FIRST_CHUNK: Spec(
+        "s", "Time from the request to the first chunk of a streamed response.", SECONDS_BUCKETS
+    ),
+    **{metric: Spec("{token}", f"Tokens, as {attribute}.") for _, attribute, metric in FIELDS},
+}
+
+
+def _instrument(meter: metrics.Meter, name: str, spec: Spec) -> Any:
+    unit, description, buckets = spec
+    if buckets is None:
+        return meter.create_counter(name, unit=unit, description=description)
     try:
         return meter.create_histogram(
             name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets
@@ -74,42 +110,17 @@ class Telemetry:
         )
         meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider, schema_url=_SCHEMA_URL)
         self.tool_name_for_metrics = ToolNameLimiter(settings.metrics_max_tool_names)
-        self.calls = meter.create_counter(
-            n.METRIC_CALLS, unit="{call}", description="Streamed tool calls by outcome."
-        )
-        self.duration = _histogram(
-            meter, n.METRIC_DURATION, "s", "Tool-call block start to completion or abort.", _SECONDS_BUCKETS
-        )
-        self.arguments_size = _histogram(
-            meter,
-            n.METRIC_ARGUMENTS_SIZE,
-            "By",
-            "UTF-8 bytes of a call's argument fragments.",
-            _BYTES_BUCKETS,
-        )
-        self.arguments_deltas = _histogram(
-            meter, n.METRIC_ARGUMENTS_DELTAS, "{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS
-        )
-        self.execute_duration = _histogram(
-            meter, n.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of tool executions.", _SECONDS_BUCKETS
-        )
+        made = {name: _instrument(meter, name, spec) for name, spec in _INSTRUMENTS.items()}
+        self.calls = made[n.METRIC_CALLS]
+        self.duration = made[n.METRIC_DURATION]
+        self.arguments_size = made[n.METRIC_ARGUMENTS_SIZE]
+        self.arguments_deltas = made[n.METRIC_ARGUMENTS_DELTAS]
+        self.execute_duration = made[n.METRIC_EXECUTE_TOOL_DURATION]
         # The conventions' inference metrics (duration, time to first chunk, token usage).
-        self.inference = InferenceInstruments(meter, _histogram)
-        self.replayed_aborted = meter.create_counter(
-            n.METRIC_REPLAYED_ABORTED,
-            unit="{call}",
-            description="Aborted tool calls found again in a later request's input history.",
-        )
-        self.stream_buffered = meter.create_counter(
-            n.METRIC_STREAM_BUFFERED,
-            unit="{stream}",
-            description="Streams whose chunks arrived in one burst after a long wait.",
-        )
-        self.internal_errors = meter.create_counter(
-            n.METRIC_INTERNAL_ERRORS,
-            unit="{error}",
-            description="Failures of the package's own steps, by site; none reached the application.",
-        )
+        self.inference = InferenceInstruments(made)
+        self.replayed_aborted = made[n.METRIC_REPLAYED_ABORTED]
+        self.stream_buffered = made[n.METRIC_STREAM_BUFFERED]
+        self.internal_errors = made[n.METRIC_INTERNAL_ERRORS]
 
 
 _ACTIVE: Telemetry | None = None

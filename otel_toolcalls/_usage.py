@@ -89,31 +89,27 @@ def openai_chat(usage: Any) -> Usage | None:
     # {"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,
     #  "prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}
     # Also Mistral's UsageInfo and Groq's x_groq.usage: the same field names.
-    if usage is None:
-        return None
-    prompt = _get(usage, "prompt_tokens_details")
-    completion = _get(usage, "completion_tokens_details")
-    return make(
-        input_tokens=_get(usage, "prompt_tokens"),
-        output_tokens=_get(usage, "completion_tokens"),
-        cache_read=_get(prompt, "cached_tokens"),
-        cache_write=_get(prompt, "cache_write_tokens"),
-        reasoning=_get(completion, "reasoning_tokens"),
-    )
+    return _openai(usage, "prompt_tokens", "completion_tokens")
 
 
 def openai_responses(usage: Any) -> Usage | None:
     # {"input_tokens":36,"input_tokens_details":{"cached_tokens":0},"output_tokens":87,
     #  "output_tokens_details":{"reasoning_tokens":0},"total_tokens":123}
+    return _openai(usage, "input_tokens", "output_tokens")
+
+
+def _openai(usage: Any, inputs: str, outputs: str) -> Usage | None:
+    """OpenAI's two APIs name their counts apart but shape them alike: ``<inputs>`` with its
+    ``<inputs>_details`` (cached, cache-write), ``<outputs>`` with its ``<outputs>_details`` (reasoning)."""
     if usage is None:
         return None
-    details_in = _get(usage, "input_tokens_details")
+    details_in = _get(usage, f"{inputs}_details")
     return make(
-        input_tokens=_get(usage, "input_tokens"),
-        output_tokens=_get(usage, "output_tokens"),
+        input_tokens=_get(usage, inputs),
+        output_tokens=_get(usage, outputs),
         cache_read=_get(details_in, "cached_tokens"),
         cache_write=_get(details_in, "cache_write_tokens"),
-        reasoning=_get(_get(usage, "output_tokens_details"), "reasoning_tokens"),
+        reasoning=_get(_get(usage, f"{outputs}_details"), "reasoning_tokens"),
     )
 
 

@@ -20,7 +20,7 @@ import weakref
 from typing import Any
 
 from .._core import StreamState
-from .._stream import watch
+from .._request import watch
 from ._returned import hand_back
 
 _log = logging.getLogger(__name__)

@@ -38,6 +38,7 @@ from ._shared import guarded
 
 _log = logging.getLogger(__name__)
 
+
 def relay(
     inner: types.GeneratorType[Any, Any, Any],
     *,

@@ -22,8 +22,8 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._core import StreamState
-from .._request import Request, keep, kept, model_of, traced_elsewhere
-from .._stream import watch, wrap_async, wrap_sync
+from .._request import Request, keep, kept, model_of, traced_elsewhere, watch
+from .._stream import wrap_async, wrap_sync
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
 from ._patches import Patches, Requires
