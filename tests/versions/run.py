@@ -99,6 +99,10 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #   openai-agents 0.3 -> 0.19.0: its _invoke_function_tool_with_metadata arrived in 0.19
 #   mcp 1.10 -> 1.25.0: 1.10 (and 1.20; not 1.25) import a pydantic private pydantic 2.14 removed
 #   opentelemetry-api/sdk 1.30, -instrumentation 0.51b0, wrapt 1.14: as declared
+#   ollama 0.4.0: before it, chunks are plain dicts (no ChatResponse objects to read attributes of)
+#   huggingface_hub 0.30.0: before it the stream's delta.tool_calls is typed as one call (TGI 2's
+#     shape, its name inside the arguments), not the OpenAI list; its sync client streams with
+#     requests, the async one with aiohttp (httpx from 1.0, httpx2 from 2.0)
 
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
 # user necessarily has an older httpx.
@@ -133,6 +137,10 @@ LANES = [
     Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None}, ["tests/test_frameworks_pydantic_ai.py"]),
     Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
     Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py"], extra=["openai"]),
+    Lane("ollama-floor", {"ollama": None}, ["tests/test_ollama.py"], extra=["openai"],
+         matrix=["ollama", "ollama_async"]),
+    Lane("huggingface-floor", {"huggingface_hub": None}, ["tests/test_huggingface.py"], extra=["aiohttp"],
+         matrix=["huggingface", "huggingface_async"]),
     Lane("opentelemetry-floor", {name: None for name in [*OTEL, "wrapt"]},
          ["tests/test_core.py", "tests/test_openai_chat.py"], extra=["openai"],
          why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core and one adapter"),
