@@ -326,7 +326,7 @@ def test_fork_with_a_stream_open(tmp_path, fake):
     app = tmp_path / "app.py"
     app.write_text(_FORKING_APP)
     done = subprocess.run(
-        [sys.executable, str(app), str(tmp_path), fake.base_url], capture_output=True, timeout=120
+        [sys.executable, str(app), str(tmp_path), fake.base_url], capture_output=True, timeout=600
     )
     assert done.returncode == 0, done.stderr.decode()
     parent_pid, child_pid, status = map(int, (tmp_path / "pids").read_text().split())

@@ -228,7 +228,7 @@ def test_framework_imported_after_instrument(fake: Any) -> None:
     fake.enqueue(*completed_turn())
     done = subprocess.run(
         [sys.executable, "-c", _IMPORTED_AFTER, fake.base_url + "/v1"],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True, text=True, timeout=600, check=True,
     )  # fmt: skip
     spans = json.loads(done.stdout.strip().splitlines()[-1])
     (execution,) = [s for s in spans if s[0].startswith("execute_tool")]
