@@ -22,6 +22,7 @@ from otel_toolcalls.testing import bedrock as bedrock_wire
 from otel_toolcalls.testing import cohere as cohere_wire
 from otel_toolcalls.testing import gemini as gemini_wire
 from otel_toolcalls.testing import mistral as mistral_wire
+from otel_toolcalls.testing import ollama as ollama_wire
 from otel_toolcalls.testing import openai_chat as chat_wire
 from otel_toolcalls.testing import openai_responses as responses_wire
 
@@ -79,6 +80,17 @@ def _gemini_partial() -> Script:
     partials = [gemini_wire.Partial("$.query", p, i < len(text) - 1) for i, p in enumerate(text)]
     parts = gemini_wire.streamed_call("search", partials, "fc_v1")
     return gemini_wire.script_for(gemini_wire.one_part_each(parts), split_characters=False)
+
+
+def _ollama_whole() -> Script:
+    calls = [ollama_wire.ToolCall("search", {"query": f"w{i % 97}"}, None) for i in range(FRAGMENTS)]
+    return ollama_wire.script_for(ollama_wire.chunks_for(calls, text=None), split_characters=False)
+
+
+def _ollama_text() -> Script:
+    bodies = [ollama_wire.chunk(content=f"w{i % 97} ") for i in range(FRAGMENTS - 2)]
+    bodies += ollama_wire.chunks_for([ollama_wire.ToolCall("search", {"query": "Zurich"}, None)], text=None)
+    return ollama_wire.script_for(bodies, split_characters=False)
 
 
 def _bedrock() -> Script:
@@ -169,6 +181,20 @@ def _open_bedrock(url: str) -> Opener:
     return lambda: client.converse_stream(modelId=bedrock_wire.MODEL, messages=messages)["stream"]
 
 
+def _open_hf(url: str) -> Opener:
+    from huggingface_hub import InferenceClient
+
+    client = InferenceClient(base_url=f"{url}/v1", api_key="bench")
+    return lambda: client.chat_completion(messages=MESSAGES, model="tgi", stream=True)
+
+
+def _open_ollama(url: str) -> Opener:
+    import ollama
+
+    client = ollama.Client(host=url)
+    return lambda: client.chat(model=ollama_wire.MODEL, messages=MESSAGES, stream=True)
+
+
 def _open_litellm(url: str) -> Opener:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
@@ -233,6 +259,20 @@ PROVIDERS: list[Provider] = [
         "bedrock", "bedrock converse_stream", _bedrock, _open_bedrock, "_bedrock_converse.process_event"
     ),
     Provider("litellm", "litellm hosted_vllm", _chat, _open_litellm, "_chat_completions.process_chunk"),
+    Provider(
+        "huggingface", "huggingface_hub InferenceClient", _chat, _open_hf, "huggingface.process_chunk"
+    ),
+    Provider(
+        "ollama_whole",
+        "ollama, whole calls (1 per chunk)",
+        _ollama_whole,
+        _open_ollama,
+        "ollama.process_chunk",
+        calls=FRAGMENTS,
+    ),
+    Provider(
+        "ollama_text", "ollama, text + 1 whole call", _ollama_text, _open_ollama, "ollama.process_chunk"
+    ),
 ]
 BY_NAME = {p.name: p for p in PROVIDERS}
 

@@ -16,8 +16,7 @@ import functools
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,14 +162,34 @@ class Request:
             ended_by(self.stream(), exc)
             raise
 
-    @contextmanager
-    def entered(self) -> Iterator[Request]:
-        """``CURRENT`` is this request for the SDK's call that builds its stream."""
-        token = CURRENT.set(self)
-        try:
-            yield self
-        finally:
-            CURRENT.reset(token)
+    def entered(self) -> Entered:
+        """``CURRENT`` is this request for the SDK's call that builds its stream, or for each step
+        of a generator the SDK made (one object serves every step: a generator is never
+        re-entered)."""
+        return Entered(self)
+
+    def closed(self) -> None:
+        """A close the package saw on what the user holds (a generator it handed back): the
+        request's stream, if one was made, ends closed."""
+        if self.state is not None:
+            self.state.closed()
+
+
+class Entered:
+    __slots__ = ("request", "token")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.token: contextvars.Token[Request | None] | None = None
+
+    def __enter__(self) -> Request:
+        self.token = CURRENT.set(self.request)
+        return self.request
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.token is not None:
+            CURRENT.reset(self.token)
+            self.token = None
 
 
 CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar(

@@ -20,6 +20,8 @@ TESTED: dict[str, tuple[str, str]] = {
     "cohere": ("7.0.0", "7.3.1"),
     "google-genai": ("1.55.0", "3.6.1"),
     "litellm": ("1.108.0", "1.110.2"),
+    "ollama": ("0.4.0", "0.6.3"),
+    "huggingface_hub": ("0.30.0", "2.4.0"),
     "langgraph": ("0.3.1", "1.2.24"),
     "langchain-openai": ("0.3.0", "1.7.4"),
     # The langchain adapter patches langchain-core: the langgraph floor lane resolves it to 0.3.86.

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from matrix.drivers import DRIVERS, OUTCOMES, WHOLE, Driver, selected
-from matrix.wires import CLOCK, WEATHER, Call, GeminiWhole
+from matrix.drivers import DRIVERS, OLLAMA_WHOLE, OUTCOMES, WHOLE, Driver, selected
+from matrix.wires import CLOCK, WEATHER, Call
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome
@@ -106,7 +106,18 @@ async def _aconsume(d: Driver, client: Any, how: str) -> tuple[list[Any], BaseEx
     else:
         del stream, chunk
         gc.collect()  # inside the loop, as a dropped stream is collected in a running program
+        await _scheduled_closes()
     return got, None
+
+
+async def _scheduled_closes() -> None:
+    """What the collection scheduled, run as a running program's loop runs it: asyncio closes a
+    collected async generator (cohere's chat_stream) in a task of its own. A test whose loop ended
+    at once would cancel that close half-way, which breaks the SDK's connection (httpx: 'aclose():
+    asynchronous generator is already running'), instrumented or not."""
+    await asyncio.sleep(0)  # one turn: the finalizer hook schedules the task by call_soon_threadsafe
+    pending = asyncio.all_tasks() - {asyncio.current_task()}
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _cancel(d: Driver, stream: Any, got: list[Any]) -> BaseException | None:
@@ -161,12 +172,12 @@ def check(
         assert span.parent is not None and span.parent.span_id == parent.context.span_id
         assert attrs[n.GEN_AI_PROVIDER_NAME] == d.provider
         assert attrs[n.GEN_AI_REQUEST_MODEL] == d.model
-        assert attrs[n.GEN_AI_TOOL_CALL_ID] == call.id
+        assert attrs.get(n.GEN_AI_TOOL_CALL_ID) == (call.id if d.wire.ids else None)
         assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
         assert attrs[n.TOOLCALL_INDEX] == index
         count = delivered.get(index, 0)
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == count
-        if isinstance(d.wire, GeminiWhole):
+        if d.wire.whole:
             assert n.TOOLCALL_ARGUMENTS_SIZE not in attrs  # whole calls: no size (TELEMETRY section 6)
         else:
             assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == sum(d.wire.sizes(call)[:count])
@@ -359,4 +370,5 @@ def test_every_pair_has_a_case_or_a_reason() -> None:
     # cancellation.
     if len(selected()) == len(DRIVERS):
         assert all(cases(o) for o in OUTCOMES)
-    assert all(d.cannot.get("cancelled") in (None, WHOLE) for d in DRIVERS.values() if d.asynchronous)
+    whole = (None, WHOLE, OLLAMA_WHOLE)
+    assert all(d.cannot.get("cancelled") in whole for d in DRIVERS.values() if d.asynchronous)

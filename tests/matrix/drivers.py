@@ -20,10 +20,11 @@ from otel_toolcalls.testing import bedrock as wire_bedrock
 from otel_toolcalls.testing import cohere as wire_cohere
 from otel_toolcalls.testing import gemini as wire_gemini
 from otel_toolcalls.testing import mistral as wire_mistral
+from otel_toolcalls.testing import ollama as wire_ollama
 from otel_toolcalls.testing import openai_chat as wire_chat
 from otel_toolcalls.testing import openai_responses as wire_responses
 
-from .wires import Anthropic, Bedrock, Chat, Cohere, GeminiVertex, GeminiWhole, Responses, Wire
+from .wires import Anthropic, Bedrock, Chat, Cohere, GeminiVertex, GeminiWhole, Ollama, Responses, Wire
 from .wires import Mistral as MistralWire
 
 
@@ -253,12 +254,58 @@ LITELLM_GC = (
     "LiteLLM's logging keeps a reference to its stream wrapper, so collection never comes; the exit hook "
     "ends it as abandoned (test_litellm.test_dropped_stream_is_abandoned_at_the_latest_at_exit)"
 )
-COHERE_ASYNC_GC = (
-    "an AsyncClientV2.chat_stream generator dropped mid-iteration breaks the SDK itself, instrumented or "
-    "not (httpx's AsyncClient.stream: 'aclose(): asynchronous generator is already running'), and under "
-    "pytest leaves CPython 3.11's AST recursion counter off (SystemError at the next compile); "
-    "test_cohere covers abandon with the sync client"
+OLLAMA_WHOLE = (
+    "Ollama's tool calls arrive whole, arguments parsed, each in a chunk of its own (TELEMETRY section 6): "
+    "no fragments, no moment inside a call"
 )
+OLLAMA_CANNOT = {
+    **{
+        o: OLLAMA_WHOLE
+        for o in ("awkward_fragments", "parallel_cut", "cut", "closed", "abandoned", "incomplete")
+    },
+    "truncated": (
+        "a whole call completes at its own chunk; the done_reason 'length' after it cuts none "
+        "(test_ollama.test_a_later_done_reason_does_not_cut_a_whole_call)"
+    ),
+    "filtered": "Ollama's done_reason values (stop, length, load, unload) have no filter",
+    "cancelled": OLLAMA_WHOLE,
+}
+
+
+HF_AIOHTTP_GC = (
+    "before 1.0 AsyncInferenceClient streams with aiohttp, whose ClientResponse.__del__ raises 'Event loop "
+    "is closed' when a stream dropped mid-iteration is collected after asyncio.run; under pytest that "
+    "leaves CPython 3.11's AST recursion counter off (SystemError at the next compile), as with cohere"
+)
+
+
+def _hf_async_cannot() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        major = int(version("huggingface_hub").split(".")[0])
+    except (PackageNotFoundError, ValueError):
+        return {}
+    return {"abandoned": HF_AIOHTTP_GC} if major < 1 else {}
+
+
+def _hf(fake: FakeProvider, kind: str = "InferenceClient") -> Any:
+    return getattr(sdk("huggingface_hub"), kind)(base_url=f"{fake.base_url}/v1", api_key="test-key")
+
+
+def hf_create(c: Any) -> Any:
+    return c.chat_completion(messages=MESSAGES, model=wire_chat.MODEL, stream=True)
+
+
+def ollama_chat(c: Any) -> Any:
+    return c.chat(model=wire_ollama.MODEL, messages=MESSAGES, stream=True)
+
+
+def no_fragments(chunks: list[Any]) -> dict[int, int]:
+    """Whole calls: the SDK yields no argument fragment."""
+    return {}
+
+
 LITELLM_FINISH = (
     "LiteLLM's stream wrapper writes finish_reason 'tool_calls' on the last chunk when the server sent "
     "none, so the stream the caller reads has a completion event"
@@ -494,7 +541,7 @@ def drivers() -> list[Driver]:
             cohere_delivered,
             asynchronous=True,
             stopped_blocks=True,
-            cannot={"filtered": NO_FILTER_COHERE, "abandoned": COHERE_ASYNC_GC},
+            cannot={"filtered": NO_FILTER_COHERE},
         ),
         Driver(
             "litellm",
@@ -516,6 +563,48 @@ def drivers() -> list[Driver]:
             chat_delivered,
             asynchronous=True,
             cannot={"abandoned": LITELLM_GC, "incomplete": LITELLM_FINISH},
+        ),
+        Driver(
+            "huggingface",
+            "huggingface",
+            wire_chat.MODEL,
+            chat,
+            _hf,
+            hf_create,
+            chat_delivered,
+            cannot={"cancelled": SYNC_ONLY},
+        ),
+        Driver(
+            "huggingface_async",
+            "huggingface",
+            wire_chat.MODEL,
+            chat,
+            lambda f: _hf(f, "AsyncInferenceClient"),
+            hf_create,
+            chat_delivered,
+            asynchronous=True,
+            cannot=_hf_async_cannot(),
+        ),
+        Driver(
+            "ollama",
+            "ollama",
+            wire_ollama.MODEL,
+            Ollama(),
+            lambda f: sdk("ollama").Client(host=f.base_url),
+            ollama_chat,
+            no_fragments,
+            cannot=OLLAMA_CANNOT,
+        ),
+        Driver(
+            "ollama_async",
+            "ollama",
+            wire_ollama.MODEL,
+            Ollama(),
+            lambda f: sdk("ollama").AsyncClient(host=f.base_url),
+            ollama_chat,
+            no_fragments,
+            asynchronous=True,
+            cannot=OLLAMA_CANNOT,
         ),
     ]
     return out

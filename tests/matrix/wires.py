@@ -17,6 +17,7 @@ from otel_toolcalls.testing import bedrock as wire_bedrock
 from otel_toolcalls.testing import cohere as wire_cohere
 from otel_toolcalls.testing import gemini as wire_gemini
 from otel_toolcalls.testing import mistral as wire_mistral
+from otel_toolcalls.testing import ollama as wire_ollama
 from otel_toolcalls.testing import openai_chat as wire_chat
 from otel_toolcalls.testing import openai_responses as wire_responses
 from otel_toolcalls.testing.scenario import timed_script
@@ -51,6 +52,10 @@ class Wire:
     sizes of each call's fragments in order (``sizes``)."""
 
     content_type = "text/event-stream"
+    # Calls arrive whole, arguments parsed: no fragments and no size (TELEMETRY section 6).
+    whole = False
+    # The SDK hands the call id over (Ollama's client keeps none: section 6, "No id").
+    ids = True
 
     def events(self, calls: Sequence[Call], ending: str) -> list[Any]:
         raise NotImplementedError
@@ -297,6 +302,8 @@ class GeminiVertex(Wire):
 class GeminiWhole(Wire):
     """The Developer API: each function call arrives whole in one part (no fragments)."""
 
+    whole = True
+
     FINISH = {"completed": "STOP", "truncated": "MAX_TOKENS", "filtered": "SAFETY"}
 
     def events(self, calls: Sequence[Call], ending: str) -> list[Any]:
@@ -311,6 +318,30 @@ class GeminiWhole(Wire):
 
     def encode(self, events: Sequence[Any], cut_after: int | None = None) -> Script:
         return wire_gemini.script_for(events, cut_after=cut_after)
+
+    def sizes(self, call: Call) -> list[int]:
+        return []
+
+
+class Ollama(Wire):
+    """Ollama's /api/chat NDJSON: each call whole in a chunk of its own, then the done chunk."""
+
+    content_type = wire_ollama.CONTENT_TYPE
+    whole = True
+    ids = False
+    FINISH = {"completed": "stop"}
+
+    def events(self, calls: Sequence[Call], ending: str) -> list[Any]:
+        import json
+
+        tool_calls = [wire_ollama.ToolCall(c.name, json.loads(c.arguments), c.id) for c in calls]
+        return wire_ollama.chunks_for(tool_calls, done_reason=self.FINISH[ending])
+
+    def is_fragment(self, event: Any) -> bool:
+        return False
+
+    def encode(self, events: Sequence[Any], cut_after: int | None = None) -> Script:
+        return wire_ollama.script_for(events, cut_after=cut_after)
 
     def sizes(self, call: Call) -> list[int]:
         return []
