@@ -109,6 +109,21 @@ def instrument(telemetry: Telemetry) -> Iterator[Any]:
         instrumentor.uninstrument()
 
 
+@pytest.fixture
+def elsewhere(instrument: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    """Another telemetry made the package's active one after ``instrument()`` (as a second
+    instrumentor's would be): an adapter must keep using the telemetry ``instrument()`` gave it. The
+    exporter returned sees the spans that went to the wrong one."""
+    from otel_toolcalls import _telemetry
+    from otel_toolcalls._config import resolve
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(_telemetry, "_ACTIVE", _telemetry.Telemetry(resolve(), tracer_provider=provider))
+    yield exporter
+
+
 @pytest.fixture(scope="session", autouse=True)
 def frozen_heap() -> None:
     """Instrument once (the test modules imported their SDKs at collection, so every adapter loads

@@ -114,7 +114,18 @@ async def _aconsume_with(d: Driver, client: Any, how: str) -> tuple[list[Any], B
     else:
         del stream, chunk
         gc.collect()  # inside the loop, as a dropped stream is collected in a running program
+        await _scheduled_closes()
     return got, None
+
+
+async def _scheduled_closes() -> None:
+    """What the collection scheduled, run as a running program's loop runs it: asyncio closes a
+    collected async generator (cohere's chat_stream) in a task of its own. A test whose loop ended
+    at once would cancel that close half-way, which breaks the SDK's connection (httpx: 'aclose():
+    asynchronous generator is already running'), instrumented or not."""
+    await asyncio.sleep(0)  # one turn: the finalizer hook schedules the task by call_soon_threadsafe
+    pending = asyncio.all_tasks() - {asyncio.current_task()}
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _cancel(d: Driver, stream: Any, got: list[Any]) -> BaseException | None:

@@ -304,12 +304,6 @@ LITELLM_GC = (
     "LiteLLM's logging keeps a reference to its stream wrapper, so collection never comes; the exit hook "
     "ends it as abandoned (test_litellm.test_dropped_stream_is_abandoned_at_the_latest_at_exit)"
 )
-COHERE_ASYNC_GC = (
-    "an AsyncClientV2.chat_stream generator dropped mid-iteration breaks the SDK itself, instrumented or "
-    "not (httpx's AsyncClient.stream: 'aclose(): asynchronous generator is already running'), and under "
-    "pytest leaves CPython 3.11's AST recursion counter off (SystemError at the next compile); "
-    "test_cohere covers abandon with the sync client"
-)
 OLLAMA_WHOLE = (
     "Ollama's tool calls arrive whole, arguments parsed, each in a chunk of its own (TELEMETRY section 6): "
     "no fragments, no moment inside a call"
@@ -634,7 +628,7 @@ def drivers() -> list[Driver]:
             cohere_delivered,
             asynchronous=True,
             stopped_blocks=True,
-            cannot={"filtered": NO_FILTER_COHERE, "abandoned": COHERE_ASYNC_GC},
+            cannot={"filtered": NO_FILTER_COHERE},
         ),
         Driver(
             "litellm",
