@@ -1,20 +1,21 @@
-"""Cost per chunk against stream length, every variant, one panel per provider: results.json -> PNG."""
+"""results.json -> two PNGs: cost per chunk against stream length, and the extra per agent turn
+against calls per turn (CPU time, and instructions where counted), every variant, a panel per provider."""
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from report import LABELS
+from turn_report import calls_of, instruction_extra
 
 
-def main(source: str, target: str) -> None:
-    with open(source) as f:
-        summary = json.load(f)["summary"]
+def per_chunk(summary: dict[str, Any], target: str) -> None:
     providers = [p for p in summary if summary[p]]
     fig, axes = plt.subplots(1, len(providers), figsize=(6.5 * len(providers), 4.8), squeeze=False)
     for ax, provider in zip(axes[0], providers, strict=True):
@@ -38,5 +39,59 @@ def main(source: str, target: str) -> None:
     fig.savefig(target, dpi=110)
 
 
+def per_turn(summary: dict[str, Any], instructions: dict[str, Any] | None, target: str) -> None:
+    providers = [p for p in summary if summary[p]]
+    rows = 2 if instructions else 1
+    fig, axes = plt.subplots(rows, len(providers), figsize=(6.5 * len(providers), 4.6 * rows), squeeze=False)
+    for column, provider in enumerate(providers):
+        ax = axes[0][column]
+        for variant, row in summary[provider].items():
+            if variant == "bare":
+                continue
+            points = sorted(
+                (calls_of(w), cell["extra"])
+                for w, cell in row.items()
+                if w.startswith("turn") and isinstance(cell, dict) and cell.get("extra") is not None
+            )
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=LABELS.get(variant, variant))
+        ax.set_xlabel("tool calls per turn")
+        ax.set_ylabel("extra client CPU us per turn over bare (median of paired)")
+        ax.set_title(f"{provider}: extra CPU per agent turn")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        if not instructions:
+            continue
+        ax = axes[1][column]
+        counted = instructions.get(provider) or {}
+        for variant, row in counted.items():
+            if variant == "bare" or not row:
+                continue
+            points = sorted(
+                (calls_of(w), extra / 1e3)
+                for w in row
+                if w.startswith("turn") and (extra := instruction_extra(counted, variant, w)) is not None
+            )
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.plot(xs, ys, marker="o", label=LABELS.get(variant, variant))
+        ax.set_xlabel("tool calls per turn")
+        ax.set_ylabel("extra instructions per turn over bare (thousands)")
+        ax.set_title(f"{provider}: extra instructions per agent turn (callgrind)")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(target, dpi=110)
+
+
+def main(source: str, chunk_target: str, turn_target: str | None = None) -> None:
+    with open(source) as f:
+        data = json.load(f)
+    per_chunk(data["summary"], chunk_target)
+    if turn_target:
+        per_turn(data["summary"], data.get("instructions"), turn_target)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])

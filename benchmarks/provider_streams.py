@@ -54,6 +54,12 @@ def _responses() -> Script:
     return responses_wire.script_for(responses_wire.events_for([call]), split_characters=False)
 
 
+def _bedrock_invoke() -> Script:
+    # Claude on InvokeModelWithResponseStream: each Messages event a `chunk` frame, its JSON in base64.
+    use = anthropic_wire.ToolUse(name="search", arguments="", id="toolu_bench", fragments=pieces())
+    return bedrock_wire.script_for(bedrock_wire.anthropic_chunks(anthropic_wire.events_for([use])))
+
+
 def _mistral() -> Script:
     call = chat_wire.ToolCall(name="search", id="bench0001", arguments="", fragments=pieces())
     return mistral_wire.tool_call_script([call])
@@ -181,6 +187,22 @@ def _open_bedrock(url: str) -> Opener:
     return lambda: client.converse_stream(modelId=bedrock_wire.MODEL, messages=messages)["stream"]
 
 
+def _open_bedrock_invoke(url: str) -> Opener:
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    body = '{"anthropic_version": "bedrock-2023-05-31", "max_tokens": 4096, "messages": []}'
+    return lambda: client.invoke_model_with_response_stream(modelId=bedrock_wire.MODEL, body=body)["body"]
+
+
 def _open_hf(url: str) -> Opener:
     from huggingface_hub import InferenceClient
 
@@ -257,6 +279,13 @@ PROVIDERS: list[Provider] = [
     ),
     Provider(
         "bedrock", "bedrock converse_stream", _bedrock, _open_bedrock, "_bedrock_converse.process_event"
+    ),
+    Provider(
+        "bedrock_invoke",
+        "bedrock invoke_model_with_response_stream (Claude)",
+        _bedrock_invoke,
+        _open_bedrock_invoke,
+        "_bedrock_invoke.process_event",
     ),
     Provider("litellm", "litellm hosted_vllm", _chat, _open_litellm, "_chat_completions.process_chunk"),
     Provider(

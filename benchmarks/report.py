@@ -5,15 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-LABELS = {
-    "bare": "bare SDK",
-    "otel_toolcalls": "otel_toolcalls",
-    "anthropic_own": "anthropic SDK's own tracing",
-    "openllmetry": "OpenLLMetry",
-    "otel_openai_v2": "OTel openai-v2",
-    "otel_genai_openai": "OTel genai-openai",
-    "openinference": "OpenInference",
-}
+from turn_report import LABELS, instruction_table, turn_table, turn_targets
 
 
 def _median(values: list[float]) -> float | None:
@@ -47,13 +39,13 @@ def summarize(runs: dict[str, dict[str, list[Any]]], plan: dict[str, int]) -> di
             for workload in plan:
                 if workload.startswith("mem"):
                     key = "peak_bytes"
-                elif workload == "agent":
+                elif workload.startswith("turn"):
                     key = "cpu_us_per_stream"
                 else:
                     key = "cpu_us_per_chunk"
                 value, diff, ratio = _paired(rounds, bare, workload, key)
                 cell: dict[str, Any] = {"value": value, "extra": diff, "ratio": ratio}
-                if workload.startswith(("len", "agent")):
+                if workload.startswith(("len", "turn")):
                     cell["wall"] = _paired(rounds, bare, workload, "wall_us_per_chunk")[0]
                     cell["spans"] = _median([r[workload]["spans_per_stream"] for r in rounds if r])
                     cell["chunks"] = next((r[workload]["chunks"] for r in rounds if r), None)
@@ -83,6 +75,7 @@ def markdown(
     hotpath: dict[str, Any] | None,
     *,
     quick: bool,
+    instructions: dict[str, Any] | None = None,
 ) -> str:
     plan = info["plan"]
     lengths = [w for w in plan if w.startswith("len")]
@@ -116,6 +109,14 @@ def markdown(
         "default). `spans` = spans finished per stream (a check that the variant really traced).",
         "",
     ]
+    reused = info.get("instructions_reused")
+    if reused:
+        lines += [
+            f"Instruction counts of {', '.join(LABELS.get(v, v) for v in reused['variants'])} are those of "
+            f"`{reused['from']}` (the same venvs, SDK versions and streams: their code does not change with "
+            "this tree, and a count repeats to ~0.1%); otel_toolcalls was counted in this run.",
+            "",
+        ]
     for provider, table in summary.items():
         if not table:
             continue
@@ -140,33 +141,59 @@ def markdown(
             lines.append(
                 f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + f" | {_f(spans, '.0f')} |"
             )
-        lines += ["", "Agent turn (text, then two parallel tool calls), concurrency and memory:", ""]
+        lines += turn_table(table, [w for w in plan if w.startswith("turn")])
+        lines += instruction_table(instructions.get(provider) if instructions else None, plan)
         conc = next((w for w in plan if w.startswith("concurrent")), None)
-        head = "| variant | agent turn: us/stream (extra, ratio) |"
-        if conc:
-            head += f" {plan[conc]} concurrent async streams: streams/s, us/chunk (ratio) |"
-        head += "".join(f" peak per stream, {w[3:]} argument (extra vs bare) |" for w in mems)
-        lines += [head, "|" + "---|" * (2 + (1 if conc else 0) + len(mems))]
-        for variant, row in table.items():
-            a = row["agent"]
-            cells = [f"{_f(a['value'], ',.0f')} ({_f(a['extra'], '+,.0f')}, {_f(a['ratio'], '.3f')}x)"]
-            if conc:
-                c = row[conc]
-                rate = _f(c.get("streams_per_s"), ",.0f")
-                cells.append(f"{rate}/s, {_f(c['value'], '.2f')} ({_f(c['ratio'], '.3f')}x)")
-            for w in mems:
-                m = row[w]
-                extra = m["extra"]
-                cells.append(
-                    f"{_kib(m['value'])} ({'n/a' if extra is None else f'{extra / 1024:+,.1f} KiB'})"
-                )
-            lines.append(f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + " |")
+        lines += _concurrency_and_memory(table, plan, conc, mems)
         if provider == "anthropic":
             flags = ", ".join(
                 f"{LABELS.get(v, v)}: {'on' if r['sdk_tracing'] else 'off'}" for v, r in table.items()
             )
             lines += ["", f"anthropic SDK's own tracing per variant (read back from the client): {flags}."]
         lines.append("")
+    lines += _rest(summary, info, versions, venv_of, hotpath, instructions, plan, lengths, mems)
+    return "\n".join(lines)
+
+
+def _concurrency_and_memory(
+    table: dict[str, Any], plan: dict[str, int], conc: str | None, mems: list[str]
+) -> list[str]:
+    if conc is None and not mems:
+        return []
+    lines = ["", "Concurrency and memory:", ""]
+    head = "| variant |"
+    if conc:
+        head += f" {plan[conc]} concurrent async streams: streams/s, us/chunk (ratio) |"
+    head += "".join(f" peak per stream, {w[3:]} argument (extra vs bare) |" for w in mems)
+    lines += [head, "|" + "---|" * (1 + (1 if conc else 0) + len(mems))]
+    for variant, row in table.items():
+        cells = []
+        if conc:
+            c = row[conc]
+            rate = _f(c.get("streams_per_s"), ",.0f")
+            cells.append(f"{rate}/s, {_f(c['value'], '.2f')} ({_f(c['ratio'], '.3f')}x)")
+        for w in mems:
+            m = row[w]
+            extra = m["extra"]
+            cells.append(
+                f"{_kib(m['value'])} ({'n/a' if extra is None else f'{extra / 1024:+,.1f} KiB'})"
+            )
+        lines.append(f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _rest(
+    summary: Any,
+    info: Any,
+    versions: Any,
+    venv_of: Any,
+    hotpath: Any,
+    instructions: Any,
+    plan: dict[str, int],
+    lengths: list[str],
+    mems: list[str],
+) -> list[str]:
+    lines: list[str] = []
     if hotpath:
         lines += [
             "## otel_toolcalls alone: the package's own cost, SDK and socket excluded",
@@ -191,13 +218,14 @@ def markdown(
                 )
         lines.append("")
     lines += targets(summary, hotpath, lengths, mems)
+    lines += turn_targets(summary, instructions, [w for w in plan if w.startswith("turn")])
     lines += ["## Versions", "", "| venv | variants | packages |", "|---|---|---|"]
     for venv, packages in versions.items():
         users = ", ".join(LABELS.get(v, v) for v, e in venv_of.items() if e == venv)
         pkgs = ", ".join(f"{k} {v}" for k, v in sorted(packages.items()))
         lines.append(f"| {venv} | {users} | {pkgs} |")
     lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def _verdict(ok: bool | None) -> str:
@@ -208,6 +236,8 @@ def targets(
     summary: dict[str, Any], hotpath: dict[str, Any] | None, lengths: list[str], mems: list[str]
 ) -> list[str]:
     """The issue's targets, checked against this run's numbers."""
+    if "len4000" not in lengths and not mems:
+        return []  # a run without the 4,000-fragment stream and the memory workloads checks none
     lines = ["## Targets (otel_toolcalls)", "", "| target | provider | measured | verdict |"]
     lines.append("|---|---|---|---|")
     for provider, table in summary.items():
@@ -266,7 +296,17 @@ def main(source: str) -> None:
         data = json.load(f)
     venv_of = {v[0]: v[1] for v in VARIANTS if any(v[0] in t for t in data["summary"].values())}
     hotpath = data.get("hotpath")
-    print(markdown(data["summary"], data["machine"], data["versions"], venv_of, hotpath, quick=False))
+    print(
+        markdown(
+            data["summary"],
+            data["machine"],
+            data["versions"],
+            venv_of,
+            hotpath,
+            quick=False,
+            instructions=data.get("instructions"),
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import instructions  # noqa: E402
 import report  # noqa: E402
 import streams  # noqa: E402
 import venvs  # noqa: E402
@@ -46,12 +47,23 @@ FULL_PLAN = {
     "len500": 10,
     "len4000": 5,
     "len16000": 3,
-    "agent": 30,
+    **{f"turn{count}": 40 for count in streams.TURN_CALLS},
     "concurrent": 1000,
     "mem1MB": 1,
     "mem10MB": 1,
 }
-QUICK_PLAN = {"len50": 10, "len500": 4, "len4000": 2, "agent": 10, "concurrent": 100, "mem10MB": 1}
+QUICK_PLAN = {
+    "len50": 10,
+    "len500": 4,
+    "len4000": 2,
+    **{f"turn{count}": 20 for count in streams.TURN_CALLS},
+    "concurrent": 100,
+    "mem10MB": 1,
+}
+# Streams counted per turn workload under callgrind (each ~50x slower than natively).
+CALLGRIND_TURNS = 2
+# bench-quick counts the two-call turn only (bare and otel_toolcalls, about a minute).
+QUICK_CALLGRIND = ("turn2",)
 
 
 def machine() -> dict[str, Any]:
@@ -109,6 +121,44 @@ def run_worker(python: str, variant: str, provider: str, urls: dict[str, str], p
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def _count_instructions(
+    args: Any, chosen: list[Any], pythons: dict[str, str], urls: Any, plan: dict[str, int], info: Any
+) -> Any:
+    """Instruction counts under callgrind, in a thread beside the CPU rounds (they do not depend on
+    the load; on this 2-core machine the rounds then share it with two valgrind processes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    turns = list(QUICK_CALLGRIND) if args.quick else [w for w in plan if w.startswith("turn")]
+    reused: dict[str, dict[str, Any]] = {}
+    if args.instructions_from:
+        with open(args.instructions_from) as f:
+            loaded = json.load(f)
+        loaded = loaded.get("instructions", loaded)
+        reused = {
+            provider: {v: row for v, row in variants.items() if v != "otel_toolcalls" and "@" not in v}
+            for provider, variants in loaded.items()
+        }
+        info["instructions_reused"] = {
+            "from": os.path.basename(args.instructions_from),
+            "variants": sorted({v for variants in reused.values() for v in variants}),
+        }
+    jobs = [
+        (pythons[venv], v, p)
+        for v, venv, ps in chosen
+        for p in ("openai", "anthropic")
+        if p in ps and v not in reused.get(p, {})
+    ]
+
+    def count() -> Any:
+        fresh = instructions.measure(jobs, urls, {w: CALLGRIND_TURNS for w in turns})
+        merged = {p: dict(reused.get(p, {})) for p in ("openai", "anthropic")}
+        for provider, variants in fresh.items():
+            merged[provider].update(variants)
+        return merged
+
+    return ThreadPoolExecutor(max_workers=1).submit(count)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -117,9 +167,20 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (full: 5, quick: 2)")
     parser.add_argument("--variants", help="comma-separated subset of variants")
     parser.add_argument("--out", default=HERE, help="where RESULTS.md, results.json and the plot go")
+    parser.add_argument(
+        "--no-instructions", action="store_true", help="skip the instruction counts (valgrind callgrind)"
+    )
+    parser.add_argument("--workloads", help="comma-separated subset of the plan's workloads")
+    parser.add_argument(
+        "--instructions-from",
+        help="instructions.py --json output (or a results.json) whose counts are taken for every variant "
+        "but otel_toolcalls, which is counted again: the others' code does not change with this tree",
+    )
     args = parser.parse_args()
 
     plan = QUICK_PLAN if args.quick else FULL_PLAN
+    if args.workloads:
+        plan = {w: reps for w, reps in plan.items() if w in args.workloads.split(",")}
     rounds = args.rounds or (2 if args.quick else 5)
     chosen = [v for v in VARIANTS if not args.variants or v[0] in args.variants.split(",")]
     if args.quick:
@@ -146,7 +207,11 @@ def main() -> int:
     urls = ready_recv.recv()
     runs: dict[str, dict[str, list[Any]]] = {"openai": {}, "anthropic": {}}
     started = time.monotonic()
+    counted = None
+    counting = None
     try:
+        if not args.no_instructions and instructions.available():
+            counting = _count_instructions(args, chosen, pythons, urls, plan, info)
         for r in range(rounds):
             for provider in ("openai", "anthropic"):
                 order = [v for v in chosen if provider in v[2]]
@@ -155,6 +220,9 @@ def main() -> int:
                     result = run_worker(pythons[venv], variant, provider, urls[provider], plan)
                     runs[provider].setdefault(variant, []).append(result)
             print(f"[bench] round {r + 1}/{rounds} done, {time.monotonic() - started:.0f} s", file=sys.stderr)
+        if counting is not None:
+            counted = counting.result()
+            print(f"[bench] instructions counted, {time.monotonic() - started:.0f} s", file=sys.stderr)
     finally:
         stop_send.send(True)
         server.join(10)
@@ -180,13 +248,21 @@ def main() -> int:
     info["plan"] = plan
 
     summary = report.summarize(runs, plan)
-    text = report.markdown(summary, info, versions, {v[0]: v[1] for v in chosen}, hotpath, quick=args.quick)
+    venv_of = {v[0]: v[1] for v in chosen}
+    text = report.markdown(summary, info, versions, venv_of, hotpath, quick=args.quick, instructions=counted)
     if args.quick:
         print(text)
         return 0
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(
-            {"machine": info, "versions": versions, "hotpath": hotpath, "runs": runs, "summary": summary},
+            {
+                "machine": info,
+                "versions": versions,
+                "hotpath": hotpath,
+                "runs": runs,
+                "summary": summary,
+                "instructions": counted,
+            },
             f,
             indent=1,
         )
@@ -197,9 +273,14 @@ def main() -> int:
     kept = providers.section_of(path)
     with open(path, "w") as f:
         f.write(text if kept is None else text.rstrip("\n") + "\n\n" + kept)
-    plot = os.path.join(args.out, "cost_per_chunk.png")
     subprocess.run(
-        [pythons["base"], os.path.join(HERE, "plot.py"), os.path.join(args.out, "results.json"), plot],
+        [
+            pythons["base"],
+            os.path.join(HERE, "plot.py"),
+            os.path.join(args.out, "results.json"),
+            os.path.join(args.out, "cost_per_chunk.png"),
+            os.path.join(args.out, "cost_per_turn.png"),
+        ],
         check=False,
     )
     print(text)

@@ -11,6 +11,25 @@ from otel_toolcalls.testing import anthropic as anthropic_wire
 from otel_toolcalls.testing import openai_chat as openai_wire
 
 FRAGMENT_BYTES = 4096
+TURN_TEXT = "Let me check both for you."
+# Calls per turn in the turn table: 0 (text only: the per-stream cost alone), 1, 2 (the agent turn
+# of the earlier runs), 8 (where the per-call cost shows).
+TURN_CALLS = (0, 1, 2, 8)
+_TURN_ARGUMENTS = (
+    ("get_weather", '{"city": "Zürich", "days": 3}'),
+    ("get_time", '{"timezone": "Europe/Zurich", "offset": 120}'),
+)
+
+
+def turn_calls(workload: str) -> int:
+    """``turn<N>``: text, then N parallel tool calls."""
+    return int(workload.removeprefix("turn"))
+
+
+def _turn_call(i: int) -> tuple[str, str, str]:
+    # The first two are the agent turn of the earlier runs (openai_chat.PARALLEL); then alternating.
+    name, arguments = _TURN_ARGUMENTS[i % 2]
+    return name, arguments, f"par_{i + 1}"
 
 
 def fragments_of(count: int) -> list[str]:
@@ -26,24 +45,29 @@ def blob_of(nbytes: int) -> list[str]:
 
 
 def _openai(workload: str) -> Script:
-    if workload == "agent":
-        # Text first, then two parallel tool calls, cut at awkward places (mid-string, mid-number).
-        return openai_wire.tool_call_script(openai_wire.PARALLEL, text="Let me check both for you.")
+    if workload.startswith("turn"):
+        # Text first, then the parallel tool calls, cut at awkward places (mid-string, mid-number).
+        count = turn_calls(workload)
+        calls = [
+            openai_wire.ToolCall(name=name, id=f"call_{tail}", arguments=arguments)
+            for name, arguments, tail in map(_turn_call, range(count))
+        ]
+        reason = "tool_calls" if count else "stop"
+        return openai_wire.tool_call_script(calls, text=TURN_TEXT, finish_reason=reason)
     pieces = _pieces(workload)
     call = openai_wire.ToolCall(name="search", id="call_bench", arguments="", fragments=pieces)
     return openai_wire.script_for(openai_wire.events_for([call]), split_characters=False)
 
 
 def _anthropic(workload: str) -> Script:
-    if workload == "agent":
-        blocks: list[Any] = [
-            anthropic_wire.Text("Let me check both for you."),
-            anthropic_wire.ToolUse("get_weather", '{"city": "Zürich", "days": 3}', id="toolu_par_1"),
-            anthropic_wire.ToolUse(
-                "get_time", '{"timezone": "Europe/Zurich", "offset": 120}', id="toolu_par_2"
-            ),
+    if workload.startswith("turn"):
+        count = turn_calls(workload)
+        blocks: list[Any] = [anthropic_wire.Text(TURN_TEXT)]
+        blocks += [
+            anthropic_wire.ToolUse(name, arguments, id=f"toolu_{tail}")
+            for name, arguments, tail in map(_turn_call, range(count))
         ]
-        return anthropic_wire.tool_use_script(blocks)
+        return anthropic_wire.tool_use_script(blocks, stop_reason="tool_use" if count else "end_turn")
     pieces = _pieces(workload)
     use = anthropic_wire.ToolUse(name="search", arguments="", id="toolu_bench", fragments=pieces)
     return anthropic_wire.script_for(anthropic_wire.events_for([use]), split_characters=False)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
+import glob
 import json
 import os
 import sys
@@ -184,12 +186,66 @@ def concurrent(make: Any, open_async: Any, url: str, streams: int, exporter: Any
     }
 
 
+# Instructions under callgrind (benchmarks/instructions.py): valgrind collects only inside
+# functools.reduce (--toggle-collect) and dumps the counts each time it returns (--dump-after), so
+# one reduce around the measured turns is one dump holding exactly their instructions. Nothing the
+# SDKs or peers run per stream calls reduce; a nested call would add a dump, and is refused below.
+CALLGRIND_FUNCTION = "functools_reduce"
+
+
+def _dumps(prefix: str) -> set[str]:
+    return set(glob.glob(f"{prefix}.*"))
+
+
+def _total(path: str) -> int:
+    with open(path) as f:
+        for line in f:
+            if line.startswith("totals:"):
+                return int(line.split()[1])
+    raise ValueError(f"no totals in {path}")
+
+
+def instructions(
+    client: Any, open_sync: Callable[[Any], Any], exporter: Any, turns: int, prefix: str
+) -> dict[str, Any]:
+    """Instructions per stream over ``turns`` streams in one dump; the dump is removed once read."""
+
+    def consume(_: Any, __: Any) -> int:
+        chunks = 0
+        for _ in range(turns):
+            for _ in open_sync(client):
+                chunks += 1
+        return chunks
+
+    before = _dumps(prefix)
+    chunks = functools.reduce(consume, (0, 0))
+    new = sorted(_dumps(prefix) - before)
+    spans = len(exporter.get_finished_spans()) if exporter is not None else 0
+    if exporter is not None:
+        exporter.clear()
+    if len(new) != 1:
+        raise RuntimeError(f"expected one callgrind dump for the measured turns, got {len(new)}")
+    total = _total(new[0])
+    if not os.environ.get("OTEL_TOOLCALLS_BENCH_KEEP_DUMPS"):  # kept for callgrind_annotate
+        os.remove(new[0])
+    return {
+        "chunks": chunks // turns,
+        "instructions_per_stream": total / turns,
+        "spans_per_stream": spans / turns,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--variant", required=True)
     parser.add_argument("--provider", required=True)
     parser.add_argument("--urls", required=True, help="JSON: workload -> base URL")
     parser.add_argument("--plan", required=True, help="JSON: workload -> repetitions")
+    parser.add_argument(
+        "--callgrind",
+        help="run under callgrind with this --callgrind-out-file prefix: instructions per stream, "
+        "the plan's repetitions being the streams counted per dump",
+    )
     args = parser.parse_args()
     urls: dict[str, str] = json.loads(args.urls)
     plan: dict[str, int] = json.loads(args.plan)
@@ -205,6 +261,10 @@ def main() -> int:
     out: dict[str, Any] = {}
     if args.provider == "anthropic":
         out["sdk_tracing"] = bool(make(next(iter(urls.values()))).open_telemetry["traces"]["enabled"])
+    if args.callgrind:
+        out.update(_instructions_plan(make, open_sync, exporter, urls, plan, args.callgrind))
+        print(json.dumps(out))
+        return 0
     for workload, reps in plan.items():
         url = urls[workload]
         out.setdefault("seconds", {})[workload] = -time.perf_counter()
@@ -225,6 +285,34 @@ def main() -> int:
         out["seconds"][workload] += time.perf_counter()
     print(json.dumps(out))
     return 0
+
+
+def _instructions_plan(
+    make: Any, open_sync: Any, exporter: Any, urls: dict[str, str], plan: dict[str, int], prefix: str
+) -> dict[str, Any]:
+    clients_of = {workload: make(urls[workload]) for workload in plan}
+    for workload in plan:  # warm-up: every import and first-use cache outside the counted dumps
+        for _ in range(2):
+            for _ in open_sync(clients_of[workload]):
+                pass
+    if exporter is not None:
+        exporter.clear()
+    start = os.environ.get("OTEL_TOOLCALLS_BENCH_CGSTART")
+    if start:  # callgrind instruments from here on (instructions.py: --instr-atstart=no)
+        import ctypes
+
+        ctypes.CDLL(start).otel_toolcalls_bench_start()
+        for workload in plan:  # once more, instrumented: the first translation of each path
+            for _ in open_sync(clients_of[workload]):
+                pass
+        if exporter is not None:
+            exporter.clear()
+    gc.collect()
+    gc.freeze()
+    return {
+        workload: instructions(clients_of[workload], open_sync, exporter, turns, prefix)
+        for workload, turns in plan.items()
+    }
 
 
 if __name__ == "__main__":

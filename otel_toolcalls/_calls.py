@@ -35,10 +35,27 @@ _FILTERING = (
 _ERRORING = frozenset({"error", "timeout", "failed"})
 
 
+# Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
+# as a reason is provider output: past the bound, reasons are classified each time.
+_CLASSIFIED: dict[str, str | None] = {}
+_CLASSIFIED_MAX = 256
+
+
 def classify(reason: str | None) -> str | None:
     """The abort reason a finish/stop reason means, or None when it completes what it settles."""
     if not reason:
         return None
+    try:
+        return _CLASSIFIED[reason]
+    except (KeyError, TypeError):
+        pass
+    found = _classify(reason)
+    if len(_CLASSIFIED) < _CLASSIFIED_MAX and isinstance(reason, str):
+        _CLASSIFIED[reason] = found
+    return found
+
+
+def _classify(reason: str) -> str | None:
     low = reason.lower()
     if "malformed" in low:
         return n.MALFORMED
@@ -174,16 +191,19 @@ def _remember(t: Telemetry, call: Call, outcome: str, reason: str | None) -> Non
 def _end_span(call: Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int) -> None:
     span = call.span
     if span.is_recording():
-        span.set_attribute(n.TOOLCALL_ARGUMENTS_DELTAS, call.deltas)
+        # One set_attributes: the SDK takes its lock and checks the span once, not per attribute.
+        attributes: dict[str, Any] = {n.TOOLCALL_ARGUMENTS_DELTAS: call.deltas}
         if call.deltas or not call.whole:
-            span.set_attribute(n.TOOLCALL_ARGUMENTS_SIZE, call.size)
-        span.set_attribute(n.TOOLCALL_OUTCOME, outcome)
+            attributes[n.TOOLCALL_ARGUMENTS_SIZE] = call.size
+        attributes[n.TOOLCALL_OUTCOME] = outcome
         if reason is not None:
-            span.set_attribute(n.TOOLCALL_ABORT_REASON, reason)
-            span.set_attribute(n.ERROR_TYPE, error_type or reason)
-            span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
+            attributes[n.TOOLCALL_ABORT_REASON] = reason
+            attributes[n.ERROR_TYPE] = error_type or reason
         if call.content is not None:
-            span.set_attribute(n.GEN_AI_TOOL_CALL_ARGUMENTS, "".join(call.content))
+            attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = "".join(call.content)
+        span.set_attributes(attributes)
+        if reason is not None:
+            span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
     span.end(end_time=end_ns)
 
 

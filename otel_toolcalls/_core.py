@@ -109,6 +109,9 @@ class StreamState(BlockEvents):
         self.pending_usage: Any = None  # Anthropic's message_start usage until message_delta
         self.first_chunk_ns: int | None = None
         self.buffered = False
+        # The weak reference that abandons the stream when the user's object is collected
+        # (_request.watch); held here so that it lives exactly as long as the state.
+        self.watcher: Any = None
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 
         self._owns_span = False
@@ -149,13 +152,10 @@ class StreamState(BlockEvents):
     # -- per-chunk bookkeeping -------------------------------------------------------------------
 
     def first_chunk(self) -> None:
-        now = self.first_chunk_ns = _time_ns()
-        ttfc = (now - self.start_ns) / 1e9
-        with self._lock:
-            # Not on a span that ended already (closed from another thread before this chunk).
-            if self._owns_span and not self._done:
-                self.span.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, ttfc)
-        # The time-to-first-chunk metric is recorded at the end, with the response model.
+        # The span attribute and the metric are written at the end (_inference_end), the metric
+        # with the response model. No lock: a stream ended from another thread meanwhile has read
+        # it already or reads it after; either way the chunk did arrive before the stream's end.
+        self.first_chunk_ns = _time_ns()
 
     def nth_chunk(self) -> None:
         """Called once, at chunk number ``buffered_min_chunks``: the second and last clock read."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace
@@ -61,32 +62,40 @@ def execution_in_progress() -> Span | None:
     return span if _spans.is_execution(span) else None
 
 
+# What a framework hands back for a tool that failed without raising (its error result): the
+# exception it caught, or, where it kept none, the error type its result says.
+ErrorOf = Callable[[Any], "BaseException | str | None"]
+
+
 class Execution:
-    """One execution wrapped by a framework adapter: ``enter()`` before the tool runs (raises only
-    ``IncompleteToolCallError``, in strict mode), ``exit(exc)`` after it.
+    """One execution wrapped by a framework adapter, as a ``with`` block (sync or async code):
+    entering raises only ``IncompleteToolCallError`` (strict mode), before the tool runs; leaving
+    ends the span with the error the tool raised, or the one ``returned`` read from its result.
 
     Never two execution spans for one execution: inside someone else's execution span for this
     call, that span gets the outcome and the link; inside one already annotated (ours, or a
     framework's that an outer adapter handled), nothing more is added.
     """
 
-    __slots__ = ("_call_id", "_name", "_scope", "_telemetry", "_token")
+    __slots__ = ("_call_id", "_error", "_name", "_scope", "_telemetry", "_token")
 
-    def __init__(self, call_id: str | None, name: str | None, telemetry: Telemetry | None = None) -> None:
+    def __init__(self, call_id: str | None, name: str | None, telemetry: Telemetry) -> None:
         self._call_id = call_id or None
         self._name = name
+        # The instrumentor's, as the adapter was given it: never whichever is active when a tool runs.
         self._telemetry = telemetry
         self._scope: execute_tool | None = None
         self._token: contextvars.Token[str | None] | None = None
+        self._error: BaseException | str | None = None
 
-    def enter(self) -> None:
+    def __enter__(self) -> Execution:
         try:
             self._token = _CALL_ID.set(self._call_id)
             span = execution_in_progress()
             if span is not None and self._same_call(span):
                 if not _spans.is_annotated(span):
                     annotate_execution(span, self._call_id, telemetry=self._telemetry)
-                return
+                return self
             scope = execute_tool(self._call_id, name=self._name, telemetry=self._telemetry)
             scope.__enter__()
             self._scope = scope
@@ -95,12 +104,27 @@ class Execution:
             raise
         except Exception:
             _log.debug("otel_toolcalls: could not start an execution span", exc_info=True)
+        return self
 
-    def exit(self, exc: BaseException | None) -> None:
+    def returned(self, result: Any, error_of: ErrorOf | None) -> Any:
+        """``result``, passed through; ``error_of(result)`` (a framework that turns a tool's
+        exception into a result) is the execution's error when the block ends without raising."""
+        if error_of is not None:
+            try:
+                self._error = error_of(result)
+            except Exception:
+                _log.debug("otel_toolcalls: could not read a tool's result", exc_info=True)
+        return result
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
+        error = exc if exc is not None else self._error
         scope, self._scope = self._scope, None
         try:
             if scope is not None:
-                scope.__exit__(type(exc) if exc is not None else None, exc, None)
+                if isinstance(error, str):
+                    scope.failed(error)  # an error result with no exception behind it
+                    error = None
+                scope.__exit__(type(error) if error is not None else None, error, None)
         except Exception:
             _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
         self._reset()
@@ -121,28 +145,21 @@ class Execution:
             self._token = None
 
 
-def run_sync(call_id: str | None, name: str | None, function: Any, *args: Any, **kwargs: Any) -> Any:
-    execution = Execution(call_id, name)
-    execution.enter()
-    try:
-        result = function(*args, **kwargs)
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    execution.exit(None)
-    return result
+# The one runner of a framework's tool function: in an ``Execution`` block, its result read by
+# ``error_of`` where the framework returns a tool's error instead of raising it. The async form
+# differs only by its ``await``: the block must be entered in the task that awaits.
 
 
-async def run_async(call_id: str | None, name: str | None, function: Any, *args: Any, **kwargs: Any) -> Any:
-    execution = Execution(call_id, name)
-    execution.enter()
-    try:
-        result = await function(*args, **kwargs)
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    execution.exit(None)
-    return result
+def run(execution: Execution, function: Any, args: Any, kwargs: Any, error_of: ErrorOf | None = None) -> Any:
+    with execution:
+        return execution.returned(function(*args, **kwargs), error_of)
 
 
-__all__ = ["Execution", "current_tool_call_id", "run_async", "run_sync", "tool_call_context"]
+async def run_async(
+    execution: Execution, function: Any, args: Any, kwargs: Any, error_of: ErrorOf | None = None
+) -> Any:
+    with execution:
+        return execution.returned(await function(*args, **kwargs), error_of)
+
+
+__all__ = ["Execution", "current_tool_call_id", "run", "run_async", "tool_call_context"]

@@ -45,21 +45,23 @@ def end_inference(state: StreamState, reason: str, error_type: str | None, end_n
     if not state._owns_span and state.request.adopted_span is None:
         # Inference spans off: the current span is the caller's (an agent turn), not this request's.
         return
-    annotate(state, span, outcome_reason)
     if not state._owns_span:
+        annotate(state, span, outcome_reason)
         return
+    # The span's own: every end attribute in one set_attributes (one lock, one check in the SDK).
+    attributes = outcome_attributes(state, outcome_reason)
     if state.response_id:
-        span.set_attribute(n.GEN_AI_RESPONSE_ID, state.response_id)
+        attributes[n.GEN_AI_RESPONSE_ID] = state.response_id
     if state.response_model:
-        span.set_attribute(n.GEN_AI_RESPONSE_MODEL, state.response_model)
+        attributes[n.GEN_AI_RESPONSE_MODEL] = state.response_model
     if state.usage is not None and reports_usage(state):
-        span.set_attributes(span_attributes(state.usage))
+        attributes.update(span_attributes(state.usage))
     choices = sorted(set(state._finish_reasons) | state._choices_with_calls) or [0]
-    span.set_attribute(
-        n.GEN_AI_RESPONSE_FINISH_REASONS, [state._finish_reasons.get(c, "error") for c in choices]
-    )
+    attributes[n.GEN_AI_RESPONSE_FINISH_REASONS] = [state._finish_reasons.get(c, "error") for c in choices]
     if error_type is not None:
-        span.set_attribute(n.ERROR_TYPE, error_type)
+        attributes[n.ERROR_TYPE] = error_type
+    span.set_attributes(attributes)
+    if error_type is not None:
         span.set_status(Status(StatusCode.ERROR, f"stream failed: {error_type}"))
     span.end(end_time=end_ns)
 
@@ -73,12 +75,21 @@ def _record_inference(state: StreamState, error_type: str | None, end_ns: int) -
         state.telemetry.stream_buffered.add(1, attributes)
 
 
-def annotate(state: StreamState, span: Span, outcome_reason: str | None) -> None:
-    span.set_attribute(n.TOOLCALL_COUNT, state.tool_calls)
+def outcome_attributes(state: StreamState, outcome_reason: str | None) -> dict[str, Any]:
+    """The stream's toolcall.* attributes: count, outcome, abort reason, buffered."""
+    attributes: dict[str, Any] = {n.TOOLCALL_COUNT: state.tool_calls}
     if outcome_reason is None:
-        span.set_attribute(n.TOOLCALL_OUTCOME, n.COMPLETED)
+        attributes[n.TOOLCALL_OUTCOME] = n.COMPLETED
     else:
-        span.set_attribute(n.TOOLCALL_OUTCOME, n.ABORTED)
-        span.set_attribute(n.TOOLCALL_ABORT_REASON, outcome_reason)
+        attributes[n.TOOLCALL_OUTCOME] = n.ABORTED
+        attributes[n.TOOLCALL_ABORT_REASON] = outcome_reason
     if state.buffered:
-        span.set_attribute(n.TOOLCALL_STREAM_BUFFERED, True)
+        attributes[n.TOOLCALL_STREAM_BUFFERED] = True
+    if state._owns_span and state.first_chunk_ns is not None:
+        # Written at the end, with the rest, rather than by the first chunk.
+        attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (state.first_chunk_ns - state.start_ns) / 1e9
+    return attributes
+
+
+def annotate(state: StreamState, span: Span, outcome_reason: str | None) -> None:
+    span.set_attributes(outcome_attributes(state, outcome_reason))

@@ -128,6 +128,7 @@ class execute_tool:
         self._given = telemetry  # the instrumentor's, from a framework adapter; else the active one
         self._telemetry: Telemetry | None = None
         self._outcome = n.UNKNOWN
+        self._failed: str | None = None
 
     # -- context manager -------------------------------------------------------------------------
 
@@ -180,20 +181,24 @@ class execute_tool:
         if self._token is not None:
             otel_context.detach(self._token)
             self._token = None
-        error_type = None
-        if exc is not None and self._span is not None:
-            error_type = error_type_of(exc)
+        error_type = error_type_of(exc) if exc is not None else self._failed
+        if error_type is not None and self._span is not None:
             try:
                 self._record_failure(self._span, exc, error_type)
             except Exception:
                 _log.debug("otel_toolcalls: could not record a failed execution", exc_info=True)
         self._finish(error_type)
 
-    def _record_failure(self, span: Span, exc: BaseException, error_type: str) -> None:
+    def failed(self, error_type: str) -> None:
+        """The execution failed though nothing was raised here: a framework that answers the model
+        with an error result (its ``error_type``) and keeps no exception. ``__exit__`` records it."""
+        self._failed = error_type
+
+    def _record_failure(self, span: Span, exc: BaseException | None, error_type: str) -> None:
         # The message and stack trace are content: a tool's exception quotes its arguments, a URL
         # with its key. The type alone, unless content capture is on.
         span.set_attribute(n.ERROR_TYPE, error_type)
-        if self._telemetry is not None and self._telemetry.settings.capture_content:
+        if exc is not None and self._telemetry is not None and self._telemetry.settings.capture_content:
             span.set_status(Status(StatusCode.ERROR, f"{error_type}: {exc}"[:200]))
             span.record_exception(exc)
         else:

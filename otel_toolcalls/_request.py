@@ -12,11 +12,11 @@ that call, in the same context.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,21 +131,27 @@ class Request:
     def run(self, call: Callable[[], Any]) -> Any:
         """The SDK's call that makes the request (and, within it, the stream): ``CURRENT`` is this
         request meanwhile, and what it raises is recorded as the request's failure, then re-raised."""
-        with self.entered():
-            try:
-                return call()
-            except Exception as exc:
-                guarded(self.failed_before_stream, exc)
-                raise
+        # The token by hand, not entered(): a generator-based context manager costs about as
+        # much as the rest of this call's own work.
+        token = CURRENT.set(self)
+        try:
+            return call()
+        except Exception as exc:
+            guarded(self.failed_before_stream, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
 
     async def arun(self, awaitable: Awaitable[Any]) -> Any:
         """``run`` for an async SDK: the request is made while ``awaitable`` runs."""
-        with self.entered():
-            try:
-                return await awaitable
-            except Exception as exc:
-                guarded(self.failed_before_stream, exc)
-                raise
+        token = CURRENT.set(self)
+        try:
+            return await awaitable
+        except Exception as exc:
+            guarded(self.failed_before_stream, exc)
+            raise
+        finally:
+            CURRENT.reset(token)
 
     async def sent(self, awaitable: Awaitable[Any]) -> Any:
         """The await that sends the request, for an SDK whose stream exists only after it: what
@@ -156,14 +162,34 @@ class Request:
             ended_by(self.stream(), exc)
             raise
 
-    @contextmanager
-    def entered(self) -> Iterator[Request]:
-        """``CURRENT`` is this request for the SDK's call that builds its stream."""
-        token = CURRENT.set(self)
-        try:
-            yield self
-        finally:
-            CURRENT.reset(token)
+    def entered(self) -> Entered:
+        """``CURRENT`` is this request for the SDK's call that builds its stream, or for each step
+        of a generator the SDK made (one object serves every step: a generator is never
+        re-entered)."""
+        return Entered(self)
+
+    def closed(self) -> None:
+        """A close the package saw on what the user holds (a generator it handed back): the
+        request's stream, if one was made, ends closed."""
+        if self.state is not None:
+            self.state.closed()
+
+
+class Entered:
+    __slots__ = ("request", "token")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.token: contextvars.Token[Request | None] | None = None
+
+    def __enter__(self) -> Request:
+        self.token = CURRENT.set(self.request)
+        return self.request
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.token is not None:
+            CURRENT.reset(self.token)
+            self.token = None
 
 
 CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar(
@@ -222,20 +248,19 @@ def model_of(value: Any) -> str | None:
 def watch(owner: object, state: StreamState) -> None:
     """Ends ``state`` as abandoned when ``owner`` (what the user holds) is garbage-collected.
 
-    The finalizer holds the state weakly: until the stream ends the core's table of live streams
-    keeps it; once it ended, nothing here keeps it (or its spans) alive for as long as the user keeps
-    the stream object, so the stream's end need not detach anything."""
+    A weak reference to ``owner`` whose callback holds the state weakly, kept by the state itself:
+    until the stream ends the core's table of live streams keeps the state (and so the reference);
+    once it ended, nothing here keeps it (or its spans) alive for as long as the user keeps the
+    stream object, and the stream's end need not detach anything. A plain weak reference rather
+    than ``weakref.finalize``: a fifth of the cost per stream, and no atexit run to switch off
+    (interpreter exit is _stream._end_live_streams's, before the tracer provider's shutdown)."""
     try:
-        finalizer = weakref.finalize(owner, _abandon, weakref.ref(state))
+        state.watcher = weakref.ref(owner, functools.partial(_abandon, weakref.ref(state)))
     except TypeError:
         _log.debug("otel_toolcalls: %r cannot be watched for collection", type(owner))
-        return
-    # Interpreter exit is handled by _stream._end_live_streams, which runs before the tracer
-    # provider's shutdown; the finalizer's own atexit run could come after it.
-    finalizer.atexit = False
 
 
-def _abandon(ref: weakref.ref[StreamState]) -> None:
+def _abandon(ref: weakref.ref[StreamState], _owner: Any = None) -> None:
     state = ref()
     if state is not None:
         state.abandoned()

@@ -16,6 +16,8 @@ TESTED: dict[str, tuple[str, str]] = {
     "groq": ("0.11.0", "1.7.0"),
     "boto3": ("1.34.116", "1.44.8"),
     "botocore": ("1.34.116", "1.44.8"),
+    # Its own version lanes (it pins botocore below the newest): 2.13.1 and 3.10.0.
+    "aiobotocore": ("2.13.1", "3.10.0"),
     "mistralai": ("3.0.0", "3.7.0"),
     "cohere": ("7.0.0", "7.3.1"),
     "google-genai": ("1.55.0", "3.6.1"),

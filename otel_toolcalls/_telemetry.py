@@ -10,6 +10,7 @@ from opentelemetry import metrics, trace
 
 from . import _names as n
 from ._config import Settings
+from ._counts import call_counts
 from ._inference_metrics import SECONDS_BUCKETS, InferenceInstruments
 from ._registry import CallRegistry
 from ._usage import FIELDS
@@ -63,6 +64,9 @@ _INSTRUMENTS: dict[str, Spec] = {
 
 def _instrument(meter: metrics.Meter, name: str, spec: Spec) -> Any:
     unit, description, buckets = spec
+    if name == n.METRIC_CALLS:
+        # Counted in the package, reported at collection (_counts): the busiest counter.
+        return call_counts(meter, name, unit=unit, description=description)
     if buckets is None:
         return meter.create_counter(name, unit=unit, description=description)
     try:

@@ -35,7 +35,13 @@ def _installed(module: str) -> bool:
         return False
 
 
-collect_ignore = [path for path, module in _FRAMEWORK_OF.items() if not _installed(module)]
+# SDKs that pin dependencies below the main venv's, tested in a version lane of their own
+# (tests/versions/run.py): their modules are likewise collected only where the SDK is installed.
+_LANE_SDK_OF = {"test_bedrock_async.py": "aiobotocore"}
+
+collect_ignore = [
+    path for path, module in {**_FRAMEWORK_OF, **_LANE_SDK_OF}.items() if not _installed(module)
+]
 
 
 class Telemetry:
@@ -101,6 +107,21 @@ def instrument(telemetry: Telemetry) -> Iterator[Any]:
     yield apply
     if instrumentor.is_instrumented_by_opentelemetry:
         instrumentor.uninstrument()
+
+
+@pytest.fixture
+def elsewhere(instrument: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
+    """Another telemetry made the package's active one after ``instrument()`` (as a second
+    instrumentor's would be): an adapter must keep using the telemetry ``instrument()`` gave it. The
+    exporter returned sees the spans that went to the wrong one."""
+    from otel_toolcalls import _telemetry
+    from otel_toolcalls._config import resolve
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    monkeypatch.setattr(_telemetry, "_ACTIVE", _telemetry.Telemetry(resolve(), tracer_provider=provider))
+    yield exporter
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -23,6 +23,10 @@ FRAMEWORK_VENVS = {
     "crewai": (".venv-crewai", "tests/frameworks/requirements-crewai.txt"),
 }
 
+# adapter -> the version lanes (tests/versions/run.py) whose venvs hold its SDK, kept out of the
+# main venv because it pins a dependency below the main venv's (aiobotocore: botocore).
+VERSION_LANE_ADAPTERS = {"aiobotocore": ("aiobotocore", "aiobotocore-floor")}
+
 
 def requires(adapter: str) -> Any:
     return importlib.import_module(f"otel_toolcalls._adapters.{adapter}").REQUIRES

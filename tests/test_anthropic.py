@@ -490,3 +490,31 @@ def test_tool_runner_strict_refuses_a_truncated_call(
     assert attrs[n.ERROR_TYPE] == "otel_toolcalls.IncompleteToolCallError"
     assert executions[0].status.status_code is StatusCode.ERROR
     assert executions[0].links == ()
+
+
+@needs_tool_runner
+def test_tool_runner_error_result_fails_the_execution_and_its_duration_point(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    # The runner answers the model with an `is_error` result and raises nothing: the execution
+    # span and the gen_ai.execute_tool.duration point both say the execution failed.
+    fake.enqueue(
+        wire.tool_use_script([RUNNER_CALL]),
+        wire.tool_use_script([Text("It failed.")], stop_reason="end_turn"),
+    )
+
+    @anthropic.beta_tool
+    def get_weather(location: str) -> str:
+        """The weather at a location."""
+        raise LookupError(location)
+
+    runner = client(fake).beta.messages.tool_runner(
+        model=MODEL, max_tokens=1024, messages=MESSAGES, tools=[get_weather], stream=True
+    )
+    assert runner.until_done().stop_reason == "end_turn"
+    (execution,) = [s for s in telemetry.spans() if s.name == "execute_tool get_weather"]
+    assert execution.attributes[n.ERROR_TYPE] == "tool_error"
+    assert execution.status.status_code is StatusCode.ERROR
+    assert execution.attributes[n.TOOLCALL_OUTCOME] == "completed"
+    (point,) = telemetry.points(n.METRIC_EXECUTE_TOOL_DURATION)
+    assert point.attributes[n.ERROR_TYPE] == "tool_error"

@@ -464,3 +464,19 @@ def test_a_stream_held_back_and_burst_is_buffered(
     assert (chat.attributes or {})[n.TOOLCALL_STREAM_BUFFERED] is True
     assert (chat.attributes or {})[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] >= 0.3
     assert sum(p.value for p in telemetry.points("toolcall.stream.buffered")) == 1
+
+
+def test_the_sdks_stream_keeps_its_own_attributes(
+    instrument: Any, telemetry: Any, client: Any, fake: Any
+) -> None:
+    """The package's state is its proxy's (issue 13): botocore's EventStream keeps its own raw
+    generator and its class's _parse_event; nothing is written into the SDK object."""
+    fake.enqueue(tool_use_script([WEATHER]))
+    stream = converse(client)
+    assert stream._event_generator.gi_code.co_name == "_create_raw_event_generator"
+    assert "_parse_event" not in vars(stream)
+    assert sorted(vars(stream)) == ["_event_generator", "_operation_name", "_output_shape", "_parser",
+                                    "_raw_stream"]  # fmt: skip
+    list(stream)
+    (span,) = telemetry.tool_spans()
+    assert_call(span, WEATHER, index=0, text=WEATHER.input)

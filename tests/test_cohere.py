@@ -200,3 +200,64 @@ def test_client_made_before_instrumentation_is_traced(
     (span,) = telemetry.tool_spans()
     assert span.attributes["toolcall.outcome"] == "completed"
     assert span.attributes["toolcall.arguments.size"] == size(WEATHER)
+
+
+# -- the raw client, and what the package hands on --------------------------------------------------
+
+
+def test_leaving_the_raw_clients_with_block_mid_arguments_is_closed(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER]))
+    with client(fake).with_raw_response.chat_stream(model=MODEL, messages=MESSAGES) as raw:
+        events = iter(raw.data)
+        for _ in range(5):
+            next(events)
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "closed"
+    assert span.attributes["toolcall.arguments.deltas"] == 2
+    assert telemetry.one("chat ").attributes["toolcall.abort_reason"] == "closed"
+
+
+def test_the_sdks_response_keeps_its_own_iterator(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    from cohere.core.http_response import HttpResponse
+
+    fake.enqueue(tool_call_script([WEATHER]))
+    with client(fake).with_raw_response.chat_stream(model=MODEL, messages=MESSAGES) as raw:
+        assert isinstance(raw, HttpResponse)
+        events = list(raw.data)
+        # The package hands on a proxy whose `data` it wraps; the SDK's object is not written to.
+        sdk_response = getattr(raw, "__wrapped__", raw)
+        assert sdk_response.data.__name__ == "_iter"
+    assert events[-1].type == "message-end"
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.outcome"] == "completed"
+
+
+async def test_async_stream_dropped_mid_arguments_is_abandoned_and_the_client_still_works(
+    instrument: Any, telemetry: Any, fake: FakeProvider, caplog: Any
+) -> None:
+    import asyncio
+    import gc
+    import logging
+
+    fake.enqueue(tool_call_script([WEATHER]))
+    sdk = client(fake, cohere.AsyncClientV2)
+    events = sdk.chat_stream(model=MODEL, messages=MESSAGES)
+    for _ in range(5):
+        await events.__anext__()
+    del events
+    gc.collect()
+    # A running program's loop goes on and runs the close asyncio scheduled for the SDK's collected
+    # generator; the test lets it (one turn: the hook schedules it by call_soon_threadsafe).
+    await asyncio.sleep(0)
+    await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.abort_reason"] == "abandoned"
+    assert telemetry.one("chat ").attributes["toolcall.abort_reason"] == "abandoned"
+    fake.enqueue(tool_call_script([WEATHER]))
+    again = [e async for e in sdk.chat_stream(model=MODEL, messages=MESSAGES)]
+    assert again[-1].type == "message-end"
+    assert not [r for r in caplog.records if r.name == "asyncio" and r.levelno >= logging.ERROR]

@@ -28,7 +28,7 @@ def test_agent_loop_rolls_back_broken_turns_and_runs_only_completed_calls():
         [sys.executable, str(ROOT / "examples" / "agent_loop.py")],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         env=env,
         cwd=ROOT,
         check=True,

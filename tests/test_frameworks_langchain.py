@@ -73,6 +73,19 @@ def test_completed_call_gets_one_linked_execution_span(instrument: Any, telemetr
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
 
 
+@pytest.mark.parametrize("run", ["sync", "async"])
+async def test_execution_span_goes_to_the_instrumentors_providers(
+    run: str, instrument: Any, telemetry: Any, fake: Any, elsewhere: Any
+) -> None:
+    fake.enqueue(tool_call_script([WEATHER]), _answer())
+    agent = _agent(fake)
+    question = {"messages": [("user", "weather?")]}
+    agent.invoke(question) if run == "sync" else await agent.ainvoke(question)
+    (execution,) = _execution_spans(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert elsewhere.get_finished_spans() == ()
+
+
 async def test_async_agent_completed_call(instrument: Any, telemetry: Any, fake: Any) -> None:
     fake.enqueue(tool_call_script([WEATHER]), _answer())
     await _agent(fake).ainvoke({"messages": [("user", "weather?")]})

@@ -70,6 +70,17 @@ async def test_call_id_from_context_links_the_completed_call(
     assert [link.context.span_id for link in execution.links] == [call.context.span_id]
 
 
+async def test_execution_span_goes_to_the_instrumentors_providers(
+    instrument: Any, telemetry: Any, fake: Any, elsewhere: Any
+) -> None:
+    _stream(fake)
+    async with Client(server) as client, tool_call_context(WEATHER.id):
+        await client.call_tool("get_weather", {"location": "Bern"})
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [s.name for s in elsewhere.get_finished_spans() if s.name.startswith("execute_tool")] == []
+
+
 async def test_strict_refuses_an_aborted_call(instrument: Any, telemetry: Any, fake: Any) -> None:
     instrument(strict=True)
     _stream(fake, cut_after=3)

@@ -69,6 +69,15 @@ async def test_completed_call_is_linked(instrument: Any, telemetry: Any, fake: A
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
 
 
+async def test_execution_span_goes_to_the_instrumentors_providers(
+    instrument: Any, telemetry: Any, fake: Any, elsewhere: Any
+) -> None:
+    await _run(fake, "tool_calls")
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert elsewhere.get_finished_spans() == ()
+
+
 async def test_truncated_call_runs_unlinked_and_its_replay_is_flagged(
     instrument: Any, telemetry: Any, fake: Any
 ) -> None:

@@ -76,6 +76,16 @@ async def test_not_instrumented_gets_our_execution_span(instrument: Any, telemet
     assert [link.context.span_id for link in execution.links] == [call.context.span_id]
 
 
+async def test_execution_span_goes_to_the_instrumentors_providers(
+    instrument: Any, telemetry: Any, fake: Any, elsewhere: Any
+) -> None:
+    _queue(fake, "tool_calls")
+    await _run(_agent(fake, telemetry, instrumented=False))
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert elsewhere.get_finished_spans() == ()
+
+
 async def test_instrumented_agent_span_is_annotated_not_duplicated(
     instrument: Any, telemetry: Any, fake: Any
 ) -> None:

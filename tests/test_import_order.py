@@ -26,7 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, HERE, installed, make_recipe, requirement_names, requires
+from lanes import (
+    FRAMEWORK_VENVS,
+    FRAMEWORKS_HERE,
+    HERE,
+    VERSION_LANE_ADAPTERS,
+    installed,
+    make_recipe,
+    requirement_names,
+    requires,
+)
 
 from otel_toolcalls import _imports
 from otel_toolcalls._adapters import adapter_names
@@ -43,6 +52,7 @@ ADAPTERS = {
     "groq": ("call", "call_groq"),
     "anthropic": ("call", "toolu_weather_01"),
     "bedrock": ("call", "tooluse_weather_1"),
+    "aiobotocore": ("call", "tooluse_aiobotocore_1"),
     "gemini": ("call", "fc_weather_1"),
     "mistral": ("call", "call_mistral"),
     "cohere": ("call", "call_cohere"),
@@ -66,6 +76,8 @@ BY_TOOL_NAME = {"ollama"}
 VENV_OF = {adapter: venv for adapter, (venv, _) in sorted(FRAMEWORK_VENVS.items())}
 # The apps this venv runs.
 MATRIX = [adapter for adapter in sorted(ADAPTERS) if adapter in HERE]
+# This module's case a version lane runs for the apps of the SDKs it holds.
+SPAN_CASE = "tests/test_import_order.py::test_the_span_comes_out"
 # The SDK-first variant runs every app in one process (tests/apps/_before.py).
 ALL = "all"
 
@@ -149,7 +161,30 @@ def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:
         lane = {FRAMEWORK_VENVS[a][0] for a in FRAMEWORKS_HERE}
         assert sorted(a for a, (venv, _) in FRAMEWORK_VENVS.items() if venv in lane) == MATRIX
     else:
-        assert sorted(set(adapter_names()) - set(FRAMEWORK_VENVS)) == MATRIX
+        assert sorted(set(adapter_names()) - set(FRAMEWORK_VENVS) - set(VERSION_LANE_ADAPTERS)) == MATRIX
+
+
+@pytest.mark.parametrize("adapter", sorted(VERSION_LANE_ADAPTERS))
+def test_version_lane_apps_run_in_their_lanes(adapter: str) -> None:
+    """An SDK kept out of the main venv (it pins what the main venv has newer) has its app run by
+    the version lanes that install it: their tests include the app's import-order case."""
+    lane = _version_lanes()
+    runs = [
+        each.name
+        for each in lane.LANES
+        if requires(adapter).sdk in each.pins and SPAN_CASE in each.tests
+    ]
+    assert sorted(runs) == sorted(VERSION_LANE_ADAPTERS[adapter])
+    assert "opentelemetry-distro" in [x for each in lane.LANES if each.name in runs for x in each.extra]
+
+
+def _version_lanes() -> Any:
+    spec = importlib.util.spec_from_file_location("version_lane", APPS.parent / "versions" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["version_lane"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("adapter", list(VENV_OF), ids=[f"{a}-runs-in-{v}" for a, v in VENV_OF.items()])

@@ -110,3 +110,20 @@ def test_what_litellm_yields_is_unchanged(instrument: Any, telemetry: Any, fake:
     bare = run()
     assert traced == bare
     assert len(telemetry.tool_spans()) == 2
+
+
+def test_the_wrapper_keeps_only_what_litellm_put_in_it(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    # The per-stream state is kept beside LiteLLM's wrapper (keyed weakly on it), never in its
+    # __dict__: code that copies, pickles or compares a wrapper's attributes sees LiteLLM's alone.
+    from otel_toolcalls import ToolCallsInstrumentor
+
+    fake.enqueue(tool_call_script([WEATHER]), tool_call_script([WEATHER]))
+    traced = completion(fake)
+    list(traced)
+    assert len(telemetry.tool_spans()) == 1  # this one was traced by this adapter
+    ToolCallsInstrumentor().uninstrument()
+    bare = completion(fake)
+    list(bare)
+    assert sorted(vars(traced)) == sorted(vars(bare))

@@ -39,7 +39,7 @@ print(json.dumps([r.getMessage() for r in records if r.levelno >= logging.WARNIN
 def _warnings(body: str) -> list[str]:
     script = COLLECT + textwrap.dedent(body) + REPORT
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=HERE, check=True
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=HERE, check=True
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -86,6 +86,14 @@ def consume(
 
 
 async def _aconsume(d: Driver, client: Any, how: str) -> tuple[list[Any], BaseException | None]:
+    try:
+        return await _aconsume_with(d, client, how)
+    finally:
+        if d.exit_client:
+            await client.__aexit__(None, None, None)
+
+
+async def _aconsume_with(d: Driver, client: Any, how: str) -> tuple[list[Any], BaseException | None]:
     got: list[Any] = []
     stream = await d.open(client)
     if how == "drain":
@@ -106,7 +114,18 @@ async def _aconsume(d: Driver, client: Any, how: str) -> tuple[list[Any], BaseEx
     else:
         del stream, chunk
         gc.collect()  # inside the loop, as a dropped stream is collected in a running program
+        await _scheduled_closes()
     return got, None
+
+
+async def _scheduled_closes() -> None:
+    """What the collection scheduled, run as a running program's loop runs it: asyncio closes a
+    collected async generator (cohere's chat_stream) in a task of its own. A test whose loop ended
+    at once would cancel that close half-way, which breaks the SDK's connection (httpx: 'aclose():
+    asynchronous generator is already running'), instrumented or not."""
+    await asyncio.sleep(0)  # one turn: the finalizer hook schedules the task by call_soon_threadsafe
+    pending = asyncio.all_tasks() - {asyncio.current_task()}
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def _cancel(d: Driver, stream: Any, got: list[Any]) -> BaseException | None:
@@ -357,7 +376,7 @@ def test_every_pair_has_a_case_or_a_reason() -> None:
     # Each outcome is exercised somewhere (by the whole table: a lane selecting one SDK's drivers may
     # leave an outcome to others, e.g. a sync-only SDK cannot cancel), and each async driver covers
     # cancellation.
-    if len(selected()) == len(DRIVERS):
+    if {d.id for d in selected()} >= {d.id for d in DRIVERS.values() if d.lane_sdk is None}:
         assert all(cases(o) for o in OUTCOMES)
     whole = (None, WHOLE, OLLAMA_WHOLE)
     assert all(d.cannot.get("cancelled") in whole for d in DRIVERS.values() if d.asynchronous)

@@ -33,7 +33,7 @@ def promtool() -> str:
 
 def run(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [promtool(), *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
+        [promtool(), *map(str, args)], capture_output=True, text=True, timeout=600, cwd=cwd, check=False
     )
 
 

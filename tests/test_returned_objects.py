@@ -11,7 +11,9 @@ made spans, so the comparison is between an instrumented object and a bare one.
 The one answer allowed to differ: ``type()`` of an async generator handed back in place of the
 SDK's (cohere, google-genai), which is the package's async-generator proxy (see
 ``otel_toolcalls/_adapters/_returned.py`` for why that one is a proxy and the sync ones are real
-generators). ``isinstance(x, types.AsyncGeneratorType)`` and ``inspect.isasyncgen`` stay equal.
+generators), and of a Bedrock event stream, which is the package's event-stream proxy (see
+``otel_toolcalls/_adapters/_bedrock_streams.py``). ``isinstance(x, types.AsyncGeneratorType)`` and
+``inspect.isasyncgen`` stay equal.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from otel_toolcalls._adapters._bedrock_streams import Proxy as EventStreamProxy
 from otel_toolcalls._adapters._returned import AsyncGeneratorProxy, relay
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as anthropic_wire
@@ -290,6 +293,23 @@ def bedrock_converse(fake: FakeProvider) -> dict[str, Any]:
     return found
 
 
+def bedrock_invoke(fake: FakeProvider) -> dict[str, Any]:
+    events = anthropic_wire.events_for([anthropic_wire.WEATHER])
+    fake.enqueue(bedrock_wire.script_for(bedrock_wire.anthropic_chunks(events)))
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=fake.base_url,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    result = client.invoke_model_with_response_stream(modelId=bedrock_wire.MODEL, body="{}")
+    found = ask(result, "result") | ask(result["body"], "body")
+    list(result["body"])
+    return found
+
+
 def _litellm_options(fake: FakeProvider) -> dict[str, Any]:
     return {
         "model": "hosted_vllm/qwen3-8b",
@@ -346,6 +366,7 @@ CASES: list[Callable[[FakeProvider], Any]] = [
     gemini_stream,
     gemini_async,
     bedrock_converse,
+    bedrock_invoke,
     litellm_completion,
     litellm_acompletion,
     langchain_tool,
@@ -384,6 +405,11 @@ def test_returned_objects_answer_as_without_instrumentation(
             # The one allowed difference, and only where the SDK returned an async generator.
             assert bare[label]["type"] is types.AsyncGeneratorType, label
             assert diff.pop("type") == (types.AsyncGeneratorType, instrumented[label]["type"])
+        if isinstance(instrumented[label]["type"], type) and issubclass(
+            instrumented[label]["type"], EventStreamProxy
+        ):
+            # The Bedrock event stream's proxy: type() names it, everything else is the SDK's.
+            assert diff.pop("type") == (bare[label]["__class__"], instrumented[label]["type"])
         assert diff == {}, f"{case.__name__} {label}: {diff}"
 
 

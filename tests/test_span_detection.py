@@ -68,9 +68,8 @@ def test_an_execution_inside_execute_tool_is_not_spanned_twice_under_another_pro
     telemetry = Telemetry(resolve(), tracer_provider=provider)
     with execute_tool("call_1", name="get_weather", telemetry=telemetry) as span:
         assert execution_in_progress() is span
-        inner = Execution("call_1", "get_weather", telemetry)
-        inner.enter()
-        inner.exit(None)
+        with Execution("call_1", "get_weather", telemetry):
+            pass
     assert [s.name for s in provider.tracer.started] == ["execute_tool get_weather"]
 
 

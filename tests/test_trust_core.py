@@ -326,7 +326,7 @@ def test_fork_with_a_stream_open(tmp_path, fake):
     app = tmp_path / "app.py"
     app.write_text(_FORKING_APP)
     done = subprocess.run(
-        [sys.executable, str(app), str(tmp_path), fake.base_url], capture_output=True, timeout=120
+        [sys.executable, str(app), str(tmp_path), fake.base_url], capture_output=True, timeout=600
     )
     assert done.returncode == 0, done.stderr.decode()
     parent_pid, child_pid, status = map(int, (tmp_path / "pids").read_text().split())
@@ -361,7 +361,8 @@ def _repeating_ids(call: Any) -> list[Any]:
 
 def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
-    from otel_toolcalls._execution import run_sync
+    from otel_toolcalls._execution import Execution, run
+    from otel_toolcalls._telemetry import current
     from otel_toolcalls.testing.openai_chat import Event, ToolCall, request, script_for
 
     done = ToolCall(name="get_weather", id=LONG_DONE, arguments='{"city": "Zürich"}')
@@ -385,7 +386,7 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
 
     with execute_tool(LONG_DONE) as span:
         # A framework adapter inside this execution sees the same call: no second execution span.
-        assert run_sync(LONG_DONE, "get_weather", lambda: "sunny") == "sunny"
+        assert run(Execution(LONG_DONE, "get_weather", current()), lambda: "sunny", (), {}) == "sunny"
     (execution,) = [s for s in telemetry.spans() if s.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX)]
     assert execution.context.span_id == span.get_span_context().span_id
     assert execution.attributes[n.TOOLCALL_OUTCOME] == "completed"
@@ -397,7 +398,8 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     with pytest.raises(IncompleteToolCallError):
         execute_tool(LONG_CUT).__enter__()
     with pytest.raises(IncompleteToolCallError):
-        run_sync(LONG_CUT, "get_weather", ran.append, "ran")  # the framework adapters' path
+        # The framework adapters' path:
+        run(Execution(LONG_CUT, "get_weather", current()), ran.append, ("ran",), {})
     assert ran == []
 
     turn = {"role": "assistant", "tool_calls": [
@@ -487,7 +489,8 @@ def _failing_tool(city: str) -> str:
 
 def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
     from otel_toolcalls import execute_tool
-    from otel_toolcalls._execution import run_sync
+    from otel_toolcalls._execution import Execution, run
+    from otel_toolcalls._telemetry import current
     from otel_toolcalls.testing import Script, sse
     from otel_toolcalls.testing.openai_chat import WEATHER, chunk, events_for, legacy_error, request
 
@@ -506,7 +509,7 @@ def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
     with pytest.raises(LookupFailed):
         decorated("Bern", tool_call_id="call_2")
     with pytest.raises(LookupFailed):  # the framework adapters' execution path
-        run_sync("call_3", "framework_tool", _failing_tool, "Basel")
+        run(Execution("call_3", "framework_tool", current()), _failing_tool, ("Basel",), {})
     executions = [s for s in telemetry.spans() if s.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX)]
     assert len(executions) == 3
     for span in executions:

@@ -1,7 +1,8 @@
 """Translator for Anthropic Messages stream events (stable and beta): event -> core events.
 
-An event is read by attribute access only, dispatched on ``event.type`` like the SDK's own
-``lib/streaming/_messages.py``. The block key is the content block index; the call id is the block id.
+An event is read by attribute access only, dispatched on ``event.type`` (``by_type``, as the
+Responses translator is) like the SDK's own ``lib/streaming/_messages.py``. The block key is the
+content block index; the call id is the block id.
 
 A tool block's own completion event is ``content_block_stop``, but the message-level stop reason
 that follows may still overturn it (``max_tokens`` cut the last block), so a stopped block stays
@@ -16,7 +17,7 @@ from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
-from .._sink import Sink
+from .._sink import Sink, by_type
 
 _log = logging.getLogger(__name__)
 
@@ -28,21 +29,15 @@ TOOL_TYPES = {
 }
 
 
-def process_event(state: Sink, event: Any) -> None:
-    kind = event.type
-    if kind == "content_block_delta":
-        # The hot path, one attribute check per event:
-        # {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"lo"}}
-        delta = event.delta
-        if delta.type == "input_json_delta":
-            state.fragment(event.index, delta.partial_json)
-        return
-    handler = _HANDLERS.get(kind)
-    if handler is not None:
-        handler(state=state, event=event)
+def _delta(state: Sink, event: Any) -> None:
+    # The hot path: {"type":"content_block_delta","index":1,
+    #  "delta":{"type":"input_json_delta","partial_json":"{\"lo"}} (text and thinking deltas count nowhere)
+    delta = event.delta
+    if delta.type == "input_json_delta":
+        state.fragment(event.index, delta.partial_json)
 
 
-def _message_start(*, state: Sink, event: Any) -> None:
+def _message_start(state: Sink, event: Any) -> None:
     # {"type":"message_start","message":{"id":"msg_01","model":"claude-sonnet-4-5",...}}
     message = event.message
     state.response_id = getattr(message, "id", None)
@@ -51,7 +46,7 @@ def _message_start(*, state: Sink, event: Any) -> None:
     state.pending_usage = getattr(message, "usage", None)
 
 
-def _block_start(*, state: Sink, event: Any) -> None:
+def _block_start(state: Sink, event: Any) -> None:
     # {"type":"content_block_start","index":1,
     #  "content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}
     block = event.content_block
@@ -70,27 +65,31 @@ def _block_start(*, state: Sink, event: Any) -> None:
     )
 
 
-def _block_stop(*, state: Sink, event: Any) -> None:
+def _block_stop(state: Sink, event: Any) -> None:
     # {"type":"content_block_stop","index":1}
     state.block_stopped(event.index)
 
 
-def _message_delta(*, state: Sink, event: Any) -> None:
+def _message_delta(state: Sink, event: Any) -> None:
     # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},
     #  "usage":{"output_tokens":42}}: cumulative counts, the message's final usage.
     state.settle(event.delta.stop_reason)
     state.usage = usage.anthropic(state.pending_usage, getattr(event, "usage", None))
 
 
-def _message_stop(*, state: Sink, event: Any) -> None:
+def _message_stop(state: Sink, event: Any) -> None:
     # {"type":"message_stop"}
     state.final_event()
 
 
-_HANDLERS: dict[str, Callable[..., None]] = {
+_HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
+    "content_block_delta": _delta,
     "message_start": _message_start,
     "content_block_start": _block_start,
     "content_block_stop": _block_stop,
     "message_delta": _message_delta,
     "message_stop": _message_stop,
 }
+
+
+process_event = by_type(_HANDLERS, name="process_event", module=__name__)

@@ -86,6 +86,13 @@ class Patches:
         self._made.append((module, attr))
         return True
 
+    def wrap_all(self, requires: Requires, wrapper: Callable[..., Any]) -> bool:
+        """Wraps every target ``requires`` declares with ``wrapper`` (the adapters whose targets
+        are one choke point, or its twins); True when any was wrapped."""
+        for module, attr in requires.targets:
+            self.wrap(module, attr, wrapper)
+        return bool(self)
+
     def unwrap_all(self) -> None:
         while self._made:
             module, attr = self._made.pop()

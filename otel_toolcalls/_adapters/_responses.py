@@ -8,15 +8,12 @@ item's own ``response.output_item.done`` completes it; ``response.incomplete`` s
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
 from .. import _names as n
 from .. import _usage as usage
 from .._sink import Sink, by_type
-
-_log = logging.getLogger(__name__)
 
 # Item type -> gen_ai.tool.type. Custom tools run in the client like functions; MCP calls are run
 # by the provider.

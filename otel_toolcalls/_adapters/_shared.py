@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +22,13 @@ def server_of(url: Any) -> tuple[str | None, int | None]:
     SDKs put keys in the query string)."""
     if url is None:
         return None, None
-    text = str(url)
+    return _server_of_text(str(url))
+
+
+# A client's base URL is the same for each of its requests; parsing it costs more than the rest of
+# the request hook's own work. Bounded: one entry per distinct base URL, few in any process.
+@functools.lru_cache(maxsize=64)
+def _server_of_text(text: str) -> tuple[str | None, int | None]:
     if "//" not in text:
         return None, None
     parts = urlsplit(text)

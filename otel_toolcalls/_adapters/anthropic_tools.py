@@ -20,73 +20,34 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .. import _names as n
-from .. import _spans
-from .._linking import IncompleteToolCallError, annotate_execution, execute_tool
-from .._registry import call_key
+from .._execution import Execution
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-_MODULE = "anthropic.lib.tools._beta_runner"
-_TARGET = "BaseToolRunner._tool_use_span"
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="anthropic", targets=((_MODULE, _TARGET),))
+# What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="anthropic", targets=(("anthropic.lib.tools._beta_runner", "BaseToolRunner._tool_use_span"),)
+)
 _patches = Patches()
-
-
-def _sdk_execution_span(call_id: str) -> Any:
-    """The SDK's execution span for ``call_id`` when it is the current span."""
-    span = trace.get_current_span()
-    if (
-        span.is_recording()
-        and _spans.is_execution(span)
-        and call_key(str(_spans.call_id_of(span))) == call_key(call_id)
-    ):
-        return span
-    return None
 
 
 @contextlib.contextmanager
 def _traced_run(telemetry: Telemetry, sdk_run: Any, call_id: str, name: str) -> Iterator[Any]:
-    own: execute_tool | None = None
-    with sdk_run as run:
-        try:
-            span = _sdk_execution_span(call_id)
-            if span is not None:
-                annotate_execution(span, call_id, telemetry=telemetry)
-            else:
-                own = execute_tool(call_id, name=name, telemetry=telemetry)
-                own.__enter__()
-        except IncompleteToolCallError:
-            raise
-        except Exception:
-            _log.debug("otel_toolcalls: could not trace a tool run", exc_info=True)
-            own = None
-        try:
-            yield run
-        except BaseException as exc:
-            if own is not None:
-                own.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        if own is not None:
-            _mark_error_result(run)
-            own.__exit__(None, None, None)
+    # Inside the SDK's own execution span, when it traces itself: that span is annotated.
+    with sdk_run as run, Execution(call_id, name, telemetry) as execution:
+        yield run
+        execution.returned(run, _error_result)
 
 
-def _mark_error_result(run: Any) -> None:
-    # The runner turns a raising tool into an `is_error` result and raises nothing: the span learns
-    # of the failure from the result (the SDK's own span uses the same `tool_error` type).
+def _error_result(run: Any) -> str | None:
+    # The runner turns a raising tool into an `is_error` result and raises nothing: the execution
+    # learns of the failure from the result (the SDK's own span uses the same `tool_error` type).
     result = getattr(run, "result", None)
-    if isinstance(result, dict) and result.get("is_error") is True:
-        span = trace.get_current_span()
-        if span.is_recording():
-            span.set_attribute(n.ERROR_TYPE, "tool_error")
-            span.set_status(trace.Status(trace.StatusCode.ERROR, "the tool returned an error result"))
+    return "tool_error" if isinstance(result, dict) and result.get("is_error") is True else None
 
 
 def _wrapper(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -104,7 +65,7 @@ def _wrapper(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwarg
 
 def instrument(telemetry: Telemetry) -> bool:
     # The telemetry this instrument() was given, not whichever is active when a tool runs.
-    return _patches.wrap(_MODULE, _TARGET, functools.partial(_wrapper, telemetry))
+    return _patches.wrap_all(REQUIRES, functools.partial(_wrapper, telemetry))
 
 
 def uninstrument() -> None:

@@ -35,18 +35,6 @@ _patches = Patches()
 
 
 @contextmanager
-def _own_span(telemetry: Telemetry, call_id: str | None, name: Any) -> Iterator[None]:
-    execution = Execution(call_id, name if isinstance(name, str) else None, telemetry)
-    execution.enter()  # a strict refusal raises here, inside AutoGen's span
-    try:
-        yield
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    execution.exit(None)
-
-
-@contextmanager
 def _inside(telemetry: Telemetry, autogen_span: Any, call_id: str | None, name: Any) -> Iterator[Span]:
     with autogen_span as span:
         if span.is_recording():
@@ -55,7 +43,8 @@ def _inside(telemetry: Telemetry, autogen_span: Any, call_id: str | None, name: 
                 raise refused
             yield span
             return
-        with _own_span(telemetry, call_id, name):
+        # A strict refusal raises on entering, inside AutoGen's span.
+        with Execution(call_id, name if isinstance(name, str) else None, telemetry):
             yield span
 
 
@@ -68,8 +57,7 @@ def _trace_tool_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    ((module, attr),) = REQUIRES.targets
-    return _patches.wrap(module, attr, functools.partial(_trace_tool_span, telemetry))
+    return _patches.wrap_all(REQUIRES, functools.partial(_trace_tool_span, telemetry))
 
 
 def uninstrument() -> None:

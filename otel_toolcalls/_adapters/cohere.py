@@ -1,12 +1,15 @@
 """The cohere SDK, v2 chat: ``ClientV2.chat_stream`` / ``AsyncClientV2.chat_stream``.
 
 ``V2Client.chat_stream`` is a generator function around ``RawV2Client.chat_stream`` (a context
-manager yielding the event iterator; the SDK itself logs and skips events it cannot parse). The
-user gets a bare generator, whose ``close()`` nothing could observe, so the package hands back a
-generator of its own relaying the SDK's (an async-generator proxy for the async client) that sees
-``close()`` / ``aclose()`` and is in every other way what the SDK returned (``_returned``). The stream
-itself is traced where the raw client makes it: the request starts there, and an HTTP error
-status raises there.
+manager yielding an ``HttpResponse`` whose ``data`` is the event iterator; the SDK itself logs and
+skips events it cannot parse). The user gets a bare generator, whose ``close()`` nothing could
+observe, so the package hands back a generator of its own relaying the SDK's (an async-generator
+proxy for the async client) that sees ``close()`` / ``aclose()`` and is in every other way what the
+SDK returned (``_returned``). The ``Request`` begins there and is published (``_request.CURRENT``)
+for each step of the SDK's generator, inside which the raw client makes the request: its context
+manager is handed on as a wrapt proxy, and the response it yields as one whose ``data`` is the
+finalize-once wrapper. Each proxy keeps the request in a ``_self_`` attribute; the SDK's objects
+are not touched. An HTTP error status raises in the raw context manager's ``__enter__``.
 
 Blocks have their own completion event (``tool-call-end``); ``message-end``'s ``finish_reason``
 settles the last one (``MAX_TOKENS`` truncates it, ``ERROR`` / ``TIMEOUT`` are stream errors).
@@ -14,17 +17,17 @@ settles the last one (``MAX_TOKENS`` truncates it, ``ERROR`` / ``TIMEOUT`` are s
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from typing import Any
 
+import wrapt
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _usage as usage
-from .._request import Request, model_of
+from .._internal import report
+from .._request import CURRENT, Request, current, model_of
 from .._sink import Sink, by_type
-from .._stream import bound, close_seen
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 from ._returned import hand_back
@@ -107,74 +110,70 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 process_event = by_type(_HANDLERS, name="process_event", module=__name__)
 
 
-# -- what the user gets ------------------------------------------------------------------------------
-
-
-def _close_seen(generator: Any) -> None:
-    # The stream's state is bound to the raw HttpResponse the SDK's generator holds in a local while
-    # it iterates; looking it up only here keeps the SDK's generator untouched. No frame, or no
-    # response yet: the request was never made, there is nothing to close.
-    try:
-        frame = getattr(generator, "gi_frame", None) or getattr(generator, "ag_frame", None)
-        for value in (frame.f_locals if frame is not None else {}).values():
-            if bound(value) is not None:
-                close_seen(value)
-                return
-    except Exception:
-        _log.debug("otel_toolcalls: could not find a cohere stream to close", exc_info=True)
-
-
 # -- the raw request: where the stream is made --------------------------------------------------------
 
 
-class _TracedRequest:
-    """``RawV2Client.chat_stream(...)``'s context manager, with the event iterator of the response
-    it yields swapped for the finalize-once wrapper."""
+class _Response(wrapt.ObjectProxy):
+    """The SDK's ``HttpResponse``, its ``data`` the finalize-once wrapper of the SDK's iterator."""
 
-    def __init__(self, inner: Any, telemetry: Telemetry, client: Any, model: Any) -> None:
-        self._inner = inner
-        self._telemetry = telemetry
-        self._client = client
-        self._model = model_of(model)
-        self._request: Request | None = None
+    def __init__(self, wrapped: Any, data: Any) -> None:
+        super().__init__(wrapped)
+        self._self_data = data
 
-    def _begin(self) -> None:
-        self._request = Request(self._telemetry, PROVIDER, self._model, server=_server(self._client))
+    @property
+    def data(self) -> Any:
+        return self._self_data
 
-    def _failed(self, exc: BaseException) -> None:
-        # The request failed before any stream existed (HTTP error status): the span records it.
-        if self._request is not None:
-            self._request.failed_before_stream(exc)
 
-    def _attach(self, response: Any) -> None:
-        if self._request is not None:
-            response._data = self._request.attach(response._data, process_event, key=response)
+def _attached(request: Request, response: Any) -> Any:
+    try:
+        return _Response(response, request.attach(response.data, process_event))
+    except Exception as exc:
+        report("cohere attach", exc)
+        return response
+
+
+def _left(request: Request, exc: BaseException | None) -> None:
+    """The raw context manager is left. Without an exception (the raw client's user left the
+    ``with`` block before the stream ended) the stream is closed. With one, what ended it has
+    been, or will be, seen where it is known: raised through the iterator (failed, cancelled), a
+    close of the generator the package handed back (closed), or its collection (abandoned: an
+    exception thrown in at the SDK's generator's ``yield`` by asyncio finalizing it, say)."""
+    state = request.state
+    if exc is None and state is not None:
+        state.closed()
+
+
+class _RawStream(wrapt.ObjectProxy):
+    """``RawV2Client.chat_stream(...)``'s context manager; what it yields is ``_attached``."""
+
+    def __init__(self, wrapped: Any, request: Request) -> None:
+        super().__init__(wrapped)
+        self._self_request = request
 
     def __enter__(self) -> Any:
-        guarded(self._begin)
-        try:
-            response = self._inner.__enter__()
-        except Exception as exc:
-            guarded(self._failed, exc)
-            raise
-        guarded(self._attach, response)
-        return response
+        request = self._self_request
+        return _attached(request, request.run(self.__wrapped__.__enter__))
 
-    def __exit__(self, *exc_info: Any) -> Any:
-        return self._inner.__exit__(*exc_info)
+    def __exit__(self, kind: Any, exc: Any, traceback: Any) -> Any:
+        guarded(_left, self._self_request, exc)
+        return self.__wrapped__.__exit__(kind, exc, traceback)
+
+
+class _AsyncRawStream(wrapt.ObjectProxy):
+    """``AsyncRawV2Client.chat_stream(...)``'s context manager, likewise."""
+
+    def __init__(self, wrapped: Any, request: Request) -> None:
+        super().__init__(wrapped)
+        self._self_request = request
 
     async def __aenter__(self) -> Any:
-        guarded(self._begin)
-        try:
-            response = await self._inner.__aenter__()
-        except Exception as exc:
-            guarded(self._failed, exc)
-            raise
-        guarded(self._attach, response)
-        return response
+        request = self._self_request
+        return _attached(request, await request.arun(self.__wrapped__.__aenter__()))
 
-    async def __aexit__(self, *exc_info: Any) -> Any:
-        return await self._inner.__aexit__(*exc_info)
+    async def __aexit__(self, kind: Any, exc: Any, traceback: Any) -> Any:
+        guarded(_left, self._self_request, exc)
+        return await self.__wrapped__.__aexit__(kind, exc, traceback)
 
 
 # -- wiring ------------------------------------------------------------------------------------------
@@ -182,6 +181,16 @@ class _TracedRequest:
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
     return server_of(instance._client_wrapper.get_base_url())
+
+
+def _request_of(telemetry: Telemetry, instance: Any, kwargs: Any) -> Request:
+    """The request the public ``chat_stream`` began and published, or (the raw client called
+    directly) a new one."""
+    found = current()
+    if found is None or found.provider != PROVIDER or found.state is not None:
+        found = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
+    found.server = _server(instance)
+    return found
 
 
 def instrument(telemetry: Telemetry) -> bool:
@@ -195,22 +204,30 @@ def instrument(telemetry: Telemetry) -> bool:
         inner = wrapped(*args, **kwargs)
         if not is_instrumentation_enabled():
             return inner
-        return _TracedRequest(inner, telemetry, instance, kwargs.get("model"))
+        try:
+            proxy = _AsyncRawStream if hasattr(inner, "__aenter__") else _RawStream
+            return proxy(inner, _request_of(telemetry, instance, kwargs))
+        except Exception as exc:
+            report("cohere raw_chat_stream", exc)
+            return inner
 
     def chat_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         stream = wrapped(*args, **kwargs)
         if not is_instrumentation_enabled():
             return stream
         try:
-            return hand_back(stream, on_close=functools.partial(_close_seen, stream))
-        except Exception:
-            _log.debug("otel_toolcalls: could not wrap a cohere stream", exc_info=True)
+            request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
+            # The SDK's generator makes the request at its first step: published for each step.
+            published = request.entered()
+            return hand_back(stream, on_close=request.closed, scope=published, publish=(CURRENT, request))
+        except Exception as exc:
+            report("cohere chat_stream", exc)
             return stream
 
     # The raw client makes every v2 stream, whatever client object leads there. The public method
-    # only makes its generator's close seen (_returned); cohere's Client binds its methods in
-    # __init__, so a client made before instrument() keeps the bare generator (its close() is then
-    # recorded as abandoned).
+    # makes its generator's close seen (_returned) and begins the request; cohere's Client binds its
+    # methods in __init__, so a client made before instrument() keeps the bare generator (its
+    # close() is then recorded as abandoned) and its request begins at the raw client.
     _patches.wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)
     _patches.wrap(_RAW, "AsyncRawV2Client.chat_stream", raw_chat_stream)
     _patches.wrap(_MODULE, "V2Client.chat_stream", chat_stream)

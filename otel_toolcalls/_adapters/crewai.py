@@ -20,7 +20,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._execution import Execution
+from .._execution import Execution, run
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
@@ -59,20 +59,11 @@ def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwarg
     if call is None:
         return wrapped(*args, **kwargs)
     call_id, name = call
-    execution = Execution(call_id, name, telemetry)
-    execution.enter()
-    try:
-        result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    execution.exit(None)
-    return result
+    return run(Execution(call_id, name, telemetry), wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    ((module, attr),) = REQUIRES.targets
-    return _patches.wrap(module, attr, functools.partial(_execute, telemetry))
+    return _patches.wrap_all(REQUIRES, functools.partial(_execute, telemetry))
 
 
 def uninstrument() -> None:

@@ -22,7 +22,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
-from .._execution import Execution
+from .._execution import Execution, run_async
 from .._telemetry import Telemetry
 from ._foreign import annotate_or_refuse
 from ._patches import Patches, Requires
@@ -57,17 +57,6 @@ async def _annotated(
     return await wrapped(*args, **kwargs)
 
 
-async def _own_span(execution: Execution, wrapped: Any, args: Any, kwargs: Any) -> Any:
-    execution.enter()
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    execution.exit(None)
-    return result
-
-
 def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # _call_tool_async(tool, args=..., tool_context=...)
     if not is_instrumentation_enabled():
@@ -78,12 +67,11 @@ def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
     span = _adk_span()
     if span is not None:
         return _annotated(telemetry, span, call_id, wrapped, args, kwargs)
-    return _own_span(Execution(call_id, getattr(tool, "name", None), telemetry), wrapped, args, kwargs)
+    return run_async(Execution(call_id, getattr(tool, "name", None), telemetry), wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    ((module, attr),) = REQUIRES.targets
-    return _patches.wrap(module, attr, functools.partial(_call_tool_async, telemetry))
+    return _patches.wrap_all(REQUIRES, functools.partial(_call_tool_async, telemetry))
 
 
 def uninstrument() -> None:

@@ -11,44 +11,36 @@ execution span for the call, that span is annotated instead (see ``_execution``)
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._execution import run_async, run_sync
+from .._execution import Execution, run, run_async
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "langchain_core.tools.base"
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+# What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
 REQUIRES = Requires(sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun")))
 _patches = Patches()
 
 
-def _run(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _tool_run(telemetry: Telemetry, runner: Any, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # run and arun alike: the runner (sync, or async for arun) is the only difference.
     call_id = kwargs.get("tool_call_id")
     if not call_id or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
-    return run_sync(call_id, getattr(instance, "name", None), wrapped, *args, **kwargs)
-
-
-def _arun(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    call_id = kwargs.get("tool_call_id")
-    if not call_id or not is_instrumentation_enabled():
-        return wrapped(*args, **kwargs)
-    return run_async(call_id, getattr(instance, "name", None), wrapped, *args, **kwargs)
+    return runner(Execution(call_id, getattr(instance, "name", None), telemetry), wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    try:
-        __import__(_MODULE)
-    except ImportError:
-        return False
-    _patches.wrap(_MODULE, "BaseTool.run", _run)
-    _patches.wrap(_MODULE, "BaseTool.arun", _arun)
+    (_, runs), (_, aruns) = REQUIRES.targets
+    _patches.wrap(_MODULE, runs, functools.partial(_tool_run, telemetry, run))
+    _patches.wrap(_MODULE, aruns, functools.partial(_tool_run, telemetry, run_async))
     return bool(_patches)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._execution import Execution
+from .._execution import Execution, run_async
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
@@ -46,30 +46,17 @@ def _tool_error(result: Any) -> BaseException | None:
     return exception if isinstance(exception, BaseException) else None
 
 
-async def _run_step(execution: Execution, wrapped: Any, args: Any, kwargs: Any) -> Any:
-    execution.enter()
-    try:
-        result = await wrapped(*args, **kwargs)
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    execution.exit(_tool_error(result))
-    return result
-
-
 def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # call_tool(self, ctx, ev): the bound method gets (ctx, ev).
     event = kwargs.get("ev", args[1] if len(args) > 1 else None)
     if event is None or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     execution = Execution(getattr(event, "tool_id", None), getattr(event, "tool_name", None), telemetry)
-    return _run_step(execution, wrapped, args, kwargs)
+    return run_async(execution, wrapped, args, kwargs, _tool_error)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    for module, attr in REQUIRES.targets:
-        _patches.wrap(module, attr, functools.partial(_call_tool, telemetry))
-    return bool(_patches)
+    return _patches.wrap_all(REQUIRES, functools.partial(_call_tool, telemetry))
 
 
 def uninstrument() -> None:

@@ -13,35 +13,33 @@ a child of the execution span.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._execution import current_tool_call_id, execution_in_progress, run_async
+from .._execution import Execution, current_tool_call_id, execution_in_progress, run_async
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-_MODULE = "mcp.client.session"
-_ATTR = "ClientSession.call_tool"
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="mcp", targets=((_MODULE, _ATTR),))
+# What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="mcp", targets=(("mcp.client.session", "ClientSession.call_tool"),))
 _patches = Patches()
 
 
-def _call_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     if not is_instrumentation_enabled() or execution_in_progress() is not None:
         return wrapped(*args, **kwargs)
     name = kwargs.get("name", args[0] if args else None)
-    return run_async(
-        current_tool_call_id(), name if isinstance(name, str) else None, wrapped, *args, **kwargs
-    )
+    execution = Execution(current_tool_call_id(), name if isinstance(name, str) else None, telemetry)
+    return run_async(execution, wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, _ATTR, _call_tool)
+    return _patches.wrap_all(REQUIRES, functools.partial(_call_tool, telemetry))
 
 
 def uninstrument() -> None:

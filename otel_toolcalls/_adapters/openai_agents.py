@@ -12,12 +12,13 @@ OpenTelemetry span of the SDK to annotate, so the package always makes its own. 
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._execution import run_async
+from .._execution import Execution, run_async
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
@@ -30,20 +31,18 @@ REQUIRES = Requires(sdk="openai-agents", targets=tuple((module, _FUNCTION) for m
 _patches = Patches()
 
 
-def _invoke(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _invoke(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     context = kwargs.get("context")
     tool = kwargs.get("function_tool")
-    call_id = getattr(context, "tool_call_id", None)
     name = getattr(tool, "name", None) or getattr(context, "tool_name", None)
-    return run_async(call_id, name, wrapped, *args, **kwargs)
+    execution = Execution(getattr(context, "tool_call_id", None), name, telemetry)
+    return run_async(execution, wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    for module in _MODULES:
-        _patches.wrap(module, _FUNCTION, _invoke)
-    return bool(_patches)
+    return _patches.wrap_all(REQUIRES, functools.partial(_invoke, telemetry))
 
 
 def uninstrument() -> None:

@@ -9,35 +9,36 @@ validation never reaches this point: pydantic-ai's span for it is left as is.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._execution import run_async
+from .._execution import Execution, run_async
 from .._telemetry import Telemetry
 from ._patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
 
-_MODULE = "pydantic_ai.tool_manager"
-_ATTR = "ToolManager._raw_execute"
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="pydantic-ai-slim", targets=((_MODULE, _ATTR),))
+# What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="pydantic-ai-slim", targets=(("pydantic_ai.tool_manager", "ToolManager._raw_execute"),)
+)
 _patches = Patches()
 
 
-def _raw_execute(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+def _raw_execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     validated = kwargs.get("validated", args[0] if args else None)
     call = getattr(validated, "call", None)
-    call_id = getattr(call, "tool_call_id", None)
-    return run_async(call_id, getattr(call, "tool_name", None), wrapped, *args, **kwargs)
+    execution = Execution(getattr(call, "tool_call_id", None), getattr(call, "tool_name", None), telemetry)
+    return run_async(execution, wrapped, args, kwargs)
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap(_MODULE, _ATTR, _raw_execute)
+    return _patches.wrap_all(REQUIRES, functools.partial(_raw_execute, telemetry))
 
 
 def uninstrument() -> None:

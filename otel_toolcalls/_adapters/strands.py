@@ -16,6 +16,7 @@ package: their ids are made up, not a model's call.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
@@ -86,20 +87,17 @@ async def _own_span(
     telemetry: Telemetry, call_id: Any, name: Any, wrapped: Any, args: Any, kwargs: Any
 ) -> AsyncIterator[Any]:
     execution = Execution(call_id, name, telemetry)
-    try:
-        execution.enter()
-    except IncompleteToolCallError as refused:
-        yield _refusal(call_id, refused)
-        return
-    last = None
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(execution)
+        except IncompleteToolCallError as refused:
+            yield _refusal(call_id, refused)
+            return
+        last = None
         async for last in wrapped(*args, **kwargs):
             yield last
-    except BaseException as exc:
-        execution.exit(exc)
-        raise
-    # Strands turns a tool's exception into an error result: the result's exception is the error.
-    execution.exit(_result_error(last))
+        # Strands turns a tool's exception into an error result: the result's exception is the error.
+        execution.returned(last, _result_error)
 
 
 def _result_error(event: Any) -> BaseException | None:

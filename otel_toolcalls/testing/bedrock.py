@@ -7,11 +7,16 @@ Point a real client at the fake provider::
                           config=Config(retries={"max_attempts": 1}))
     fake.enqueue(tool_use_script([WEATHER]))
     client.converse_stream(modelId=MODEL, messages=[...])["stream"]
+
+InvokeModelWithResponseStream: ``script_for(anthropic_chunks(anthropic.events_for([...])))`` (Claude),
+``script_for(nova_chunks([...]))`` (Amazon Nova).
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,47 +49,72 @@ class Text:
 Block = ToolUse | Text
 
 
-def message_start() -> bytes:
-    return eventstream.event("messageStart", {"role": "assistant"})
+Event = tuple[str, dict[str, Any]]
 
 
-def block_start(index: int, call: ToolUse) -> bytes:
+def _start_event() -> Event:
+    return ("messageStart", {"role": "assistant"})
+
+
+def _block_start_event(index: int, call: ToolUse) -> Event:
     # {"contentBlockStart":{"start":{"toolUse":{"toolUseId":"t_1","name":"f"}},"contentBlockIndex":0}}
     tool_use: dict[str, Any] = {"toolUseId": call.id, "name": call.name}
     if call.type:
         tool_use["type"] = call.type
-    return eventstream.event(
-        "contentBlockStart", {"start": {"toolUse": tool_use}, "contentBlockIndex": index}
-    )
+    return ("contentBlockStart", {"start": {"toolUse": tool_use}, "contentBlockIndex": index})
 
 
-def tool_delta(index: int, fragment: str) -> bytes:
-    return eventstream.event(
-        "contentBlockDelta", {"delta": {"toolUse": {"input": fragment}}, "contentBlockIndex": index}
-    )
+def _tool_delta_event(index: int, fragment: str) -> Event:
+    return ("contentBlockDelta", {"delta": {"toolUse": {"input": fragment}}, "contentBlockIndex": index})
 
 
-def text_delta(index: int, text: str) -> bytes:
-    return eventstream.event("contentBlockDelta", {"delta": {"text": text}, "contentBlockIndex": index})
+def _text_delta_event(index: int, text: str) -> Event:
+    return ("contentBlockDelta", {"delta": {"text": text}, "contentBlockIndex": index})
 
 
-def block_stop(index: int) -> bytes:
-    return eventstream.event("contentBlockStop", {"contentBlockIndex": index})
+def _block_stop_event(index: int) -> Event:
+    return ("contentBlockStop", {"contentBlockIndex": index})
 
 
-def message_stop(stop_reason: str) -> bytes:
-    return eventstream.event("messageStop", {"stopReason": stop_reason})
+def _message_stop_event(stop_reason: str) -> Event:
+    return ("messageStop", {"stopReason": stop_reason})
 
 
 USAGE: dict[str, Any] = {"inputTokens": 12, "outputTokens": 34, "totalTokens": 46}
 
 
+def _metadata_event(usage: dict[str, Any] | None = None) -> Event:
+    return ("metadata", {"usage": USAGE if usage is None else usage, "metrics": {"latencyMs": 321}})
+
+
+def message_start() -> bytes:
+    return eventstream.event(*_start_event())
+
+
+def block_start(index: int, call: ToolUse) -> bytes:
+    return eventstream.event(*_block_start_event(index, call))
+
+
+def tool_delta(index: int, fragment: str) -> bytes:
+    return eventstream.event(*_tool_delta_event(index, fragment))
+
+
+def text_delta(index: int, text: str) -> bytes:
+    return eventstream.event(*_text_delta_event(index, text))
+
+
+def block_stop(index: int) -> bytes:
+    return eventstream.event(*_block_stop_event(index))
+
+
+def message_stop(stop_reason: str) -> bytes:
+    return eventstream.event(*_message_stop_event(stop_reason))
+
+
 def metadata(usage: dict[str, Any] | None = None) -> bytes:
     """The last event: ConverseStream's usage (``cacheReadInputTokens`` / ``cacheWriteInputTokens``
     when prompt caching was used) and metrics."""
-    return eventstream.event(
-        "metadata", {"usage": USAGE if usage is None else usage, "metrics": {"latencyMs": 321}}
-    )
+    return eventstream.event(*_metadata_event(usage))
 
 
 def exception_frame(exception_type: str = "modelStreamErrorException", message: str = "boom") -> bytes:
@@ -94,32 +124,81 @@ def exception_frame(exception_type: str = "modelStreamErrorException", message: 
     return eventstream.exception(exception_type, payload)
 
 
-def frames_for(
+def converse_events(
     blocks: Sequence[Block],
     *,
     stop_reason: str | None = "tool_use",
     stop_last_block: bool = True,
     with_metadata: bool = True,
     usage: dict[str, Any] | None = None,
-) -> list[bytes]:
-    """The frames Bedrock sends for these blocks, one after another, one frame per list entry.
+) -> list[Event]:
+    """The Converse events for these blocks, as ``(event type, payload)``.
 
     ``stop_last_block=False`` leaves the last block without its ``contentBlockStop`` (a limit cut it).
     """
-    frames = [message_start()]
+    events = [_start_event()]
     for index, block in enumerate(blocks):
         if isinstance(block, Text):
             # Bedrock opens text blocks with their first delta, not with a contentBlockStart.
-            frames.append(text_delta(index, block.text))
+            events.append(_text_delta_event(index, block.text))
         else:
-            frames.append(block_start(index, block))
-            frames.extend(tool_delta(index, piece) for piece in block.pieces())
+            events.append(_block_start_event(index, block))
+            events.extend(_tool_delta_event(index, piece) for piece in block.pieces())
         if stop_last_block or index < len(blocks) - 1:
-            frames.append(block_stop(index))
+            events.append(_block_stop_event(index))
     if stop_reason is not None:
-        frames.append(message_stop(stop_reason))
+        events.append(_message_stop_event(stop_reason))
         if with_metadata:
-            frames.append(metadata(usage))
+            events.append(_metadata_event(usage))
+    return events
+
+
+def frames_for(blocks: Sequence[Block], **options: Any) -> list[bytes]:
+    """The ConverseStream frames Bedrock sends for these blocks, one frame per list entry
+    (``converse_events``' options)."""
+    return [eventstream.event(kind, payload) for kind, payload in converse_events(blocks, **options)]
+
+
+# -- InvokeModelWithResponseStream: `chunk` events whose bytes are the model family's own JSON ---------
+
+INVOCATION_METRICS: dict[str, Any] = {
+    "inputTokenCount": 25,
+    "outputTokenCount": 42,
+    "invocationLatency": 321,
+    "firstByteLatency": 120,
+}
+NOVA_MODEL = "us.amazon.nova-lite-v1:0"
+
+
+def chunk(payload: dict[str, Any]) -> bytes:
+    """One ``chunk`` event: ResponseStream's PayloadPart, whose ``bytes`` blob travels base64-encoded
+    in the frame's JSON (botocore's model: no event payload member, so the frame is the structure)."""
+    raw = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return eventstream.event("chunk", {"bytes": base64.b64encode(raw).decode("ascii")})
+
+
+def anthropic_chunks(events: Sequence[tuple[str, dict[str, Any]]]) -> list[bytes]:
+    """Anthropic Messages events (``testing.anthropic.events_for``) as Bedrock streams them for a
+    Claude model: one chunk each, the invocation metrics added to the last one (``message_stop``)."""
+    frames = []
+    for i, (name, data) in enumerate(events):
+        payload = dict(data)
+        if name == "message_stop" and i == len(events) - 1:
+            payload["amazon-bedrock-invocationMetrics"] = INVOCATION_METRICS
+        frames.append(chunk(payload))
+    return frames
+
+
+def nova_chunks(blocks: Sequence[Block], **options: Any) -> list[bytes]:
+    """Amazon Nova's Invoke stream: the Converse events, one ``{type: payload}`` object per chunk
+    (``converse_events``' options); the metrics ride on the last one."""
+    events = converse_events(blocks, **options)
+    frames = []
+    for i, (kind, payload) in enumerate(events):
+        body: dict[str, Any] = {kind: payload}
+        if i == len(events) - 1 and kind == "metadata":
+            body["amazon-bedrock-invocationMetrics"] = INVOCATION_METRICS
+        frames.append(chunk(body))
     return frames
 
 

@@ -94,6 +94,7 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #     after the request returned, so the package cannot tell which request it belongs to
 #   groq 0.9 -> 0.11: 0.9 / 0.10 pass an in-stream error payload on as a chunk instead of raising
 #   boto3 1.34 -> 1.34.116: ConverseStream arrived in botocore 1.34.116
+#   aiobotocore 2.13.1: 2.13.0 pins botocore < 1.34.107, before ConverseStream
 #   mistralai 3.0, cohere 7.0, google-genai 1.55: as declared
 #   litellm 1.50 -> 1.108.0: no 1.50 exists; before 1.108 a sync stream has no close() and
 #     hosted_vllm streams through the openai SDK rather than LiteLLM's own HTTP
@@ -108,11 +109,27 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #     shape, its name inside the arguments), not the OpenAI list; its sync client streams with
 #     requests, the async one with aiohttp (httpx from 1.0, httpx2 from 2.0)
 
+# The async Bedrock tests, and the import-order apps of botocore's two adapters (opentelemetry-
+# instrument comes with the distro).
+AIOBOTOCORE = ["tests/test_bedrock_async.py", "tests/test_import_order.py::test_the_span_comes_out"]
+AIOBOTOCORE_EXTRA = ["opentelemetry-distro", "boto3"]  # boto3: the bedrock app; uv keeps it in step
+AIOBOTOCORE_DRIVERS = ["aiobotocore_converse", "aiobotocore_invoke"]
+
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
 # user necessarily has an older httpx.
 OLD_HTTPX = ["httpx<0.28"]
 
+# The adapters' tests on wrapt 1.x (the main venv has 2.x; both are supported), with the main venv's
+# SDKs: the test extra, newest.
+WRAPT1 = ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_anthropic.py",
+          "tests/test_instrumentor.py", "tests/test_gemini.py", "tests/test_cohere.py",
+          "tests/test_litellm.py", "tests/test_execute_tool.py", "tests/test_missing_targets.py",
+          "tests/test_returned_objects.py"]
+
 LANES = [
+    # First: the longest lane, so the two-at-a-time pool does not end on it alone.
+    Lane("wrapt-1", {"wrapt": "1.17.3"}, WRAPT1, extra=PYPROJECT["project"]["optional-dependencies"]["test"],
+         why="the newest wrapt 1.x, with every SDK of the main venv"),
     Lane("openai-floor", {"openai": None}, OPENAI, era=OLD_HTTPX, matrix=CHAT),
     Lane("openai-2", {"openai": "2.54.0"}, OPENAI, matrix=CHAT + RESPONSES,
          why="the last on httpx, its stream closing the response in a finally (1.40 drains it)"),
@@ -132,9 +149,16 @@ LANES = [
     Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX,
          matrix=["groq", "groq_async"]),
     Lane("bedrock-floor", {"boto3": None, "botocore": FLOORS["boto3"]},
-         ["tests/test_bedrock.py", "tests/test_eventstream_codec.py"],
-         matrix=["bedrock_converse"],
+         ["tests/test_bedrock.py", "tests/test_bedrock_invoke.py", "tests/test_eventstream_codec.py"],
+         matrix=["bedrock_converse", "bedrock_invoke"],
          why="botocore in step (boto3 X takes any botocore 1.34 >= X): ConverseStream came in 1.34.116"),
+    # aiobotocore pins botocore below the newest: tested here, never in the main venv.
+    Lane("aiobotocore-floor", {"aiobotocore": None}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
+         matrix=AIOBOTOCORE_DRIVERS,
+         why="the first whose botocore pin (1.34.131) has ConverseStream; its _parse_event is sync"),
+    Lane("aiobotocore", {"aiobotocore": "3.10.0"}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
+         matrix=AIOBOTOCORE_DRIVERS,
+         why="the newest, with the botocore it pins (1.43.117); _parse_event a coroutine"),
     Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"],
          matrix=["mistral", "mistral_async"]),
     Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"],
@@ -179,11 +203,21 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
+# log -> CPU seconds (user + sys) its commands and their children used: the lanes share two cores
+# with the rest of `make test`, so CPU, not wall time, is what a lane costs.
+CPU: dict[Path, float] = {}
+
+
 def _run(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None) -> int:
     with log.open("a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        return subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+        process = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+        # wait4, not wait: the child's own resource usage, whatever the other lanes' threads reap.
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        CPU[log] = CPU.get(log, 0.0) + usage.ru_utime + usage.ru_stime
+        return process.returncode
 
 
 def ensure_venv(lane: Lane, reqs: list[str], log: Path) -> Path | None:
@@ -236,15 +270,18 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
         return lane, False, f"install failed (see {log.relative_to(ROOT)})", time.monotonic() - start
     names = [name.split("[", 1)[0] for name in lane.pins]
     versions = _versions(venv, names)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
+    # uv installs no bytecode: without it written on first import, each process of the lane's tests
+    # (the subprocess apps among them) compiled the SDK again from source.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     tests = [*lane.tests, *(["tests/test_outcomes_matrix.py"] if lane.matrix else [])]
     if lane.matrix:
         env["OTEL_TOOLCALLS_MATRIX"] = ",".join(lane.matrix)
     cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
     ok = _run(cmd, log, env) == 0
     tail = log.read_text().strip().splitlines()[-1:] or [""]
-    return lane, ok, f"{versions}: {tail[0]}", time.monotonic() - start
+    return lane, ok, f"cpu {CPU.get(log, 0.0):5.1f}s  {versions}: {tail[0]}", time.monotonic() - start
 
 
 def main(argv: Sequence[str]) -> int:
@@ -268,7 +305,8 @@ def main(argv: Sequence[str]) -> int:
         for lane, ok, summary, seconds in pool.map(lambda lane: run_lane(lane, floors), chosen):
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {lane.name:<22} {seconds:6.1f}s  {summary}", flush=True)
-    print(f"version lane: {len(chosen)} lanes in {time.monotonic() - start:.0f}s")
+    seconds = time.monotonic() - start
+    print(f"version lane: {len(chosen)} lanes in {seconds:.0f}s, cpu {sum(CPU.values()):.0f}s")
     print(f"versions: {len(chosen) - failed} passed, {failed} failed")
     return 1 if failed else 0
 

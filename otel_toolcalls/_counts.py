@@ -1,0 +1,85 @@
+"""``toolcall.calls`` kept as integers in the package, reported by an observable counter.
+
+A synchronous counter's ``add`` costs a measurement object, a copy and a hash of its attributes and
+a locked aggregation, on every call's end; here a call's end is one dictionary update under a lock,
+and the SDK reads the totals only when it collects. Name, unit, description, attributes and the
+monotonic-sum semantics are those of the synchronous counter (TELEMETRY.md section 4): an exporter,
+Prometheus's ``toolcall_calls_total`` and ``rate()`` over it see the same series.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+_log = logging.getLogger(__name__)
+
+Key = tuple[tuple[str, Any], ...]
+
+
+class CallCounts:
+    """Cumulative counts by attribute set, observed at each collection."""
+
+    def __init__(self, meter: Meter, name: str, *, unit: str, description: str) -> None:
+        self._counts: dict[Key, int] = {}
+        self._lock = threading.Lock()
+        # The meter keeps the callback, hence the counts, as it would a synchronous counter's
+        # aggregation: after uninstrument() the totals counted so far are still reported.
+        meter.create_observable_counter(name, callbacks=[self._observe], unit=unit, description=description)
+        _FORK_SAFE.add(self)
+
+    def add(self, amount: int, attributes: Mapping[str, Any]) -> None:
+        key = tuple(attributes.items())
+        with self._lock:
+            self._counts[key] = self._counts.get(key, 0) + amount
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        try:
+            with self._lock:
+                items = list(self._counts.items())
+            return [Observation(count, dict(key)) for key, count in items]
+        except Exception:  # never raise into the SDK's collection
+            _log.debug("otel_toolcalls: could not report toolcall.calls", exc_info=True)
+            return []
+
+    def after_fork_in_child(self) -> None:
+        # The counts stay (the child's exporter starts from the parent's, as a synchronous counter's
+        # aggregation would); the lock is new, as a thread of the parent may have held it.
+        self._lock = threading.Lock()
+
+
+_FORK_SAFE: weakref.WeakSet[CallCounts] = weakref.WeakSet()
+_BY_METER: weakref.WeakKeyDictionary[Any, CallCounts] = weakref.WeakKeyDictionary()
+_BY_METER_LOCK = threading.Lock()
+
+
+def call_counts(meter: Meter, name: str, *, unit: str, description: str) -> CallCounts:
+    """The counts behind ``name`` on ``meter``: one per meter. The SDK hands a second instrument()
+    on the same meter provider the meter and the instrument it made the first time (keeping the
+    first callback only), as it hands back a synchronous counter and its aggregation: the counts
+    go on where the first instrumentation left them."""
+    with _BY_METER_LOCK:
+        try:
+            found = _BY_METER.get(meter)
+        except TypeError:  # a meter that cannot be a weak key: counts of its own
+            return CallCounts(meter, name, unit=unit, description=description)
+        if found is None:
+            found = _BY_METER[meter] = CallCounts(meter, name, unit=unit, description=description)
+        return found
+
+
+def _after_fork_in_child() -> None:
+    global _BY_METER_LOCK
+    _BY_METER_LOCK = threading.Lock()
+    for counts in list(_FORK_SAFE):
+        counts.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
