@@ -131,27 +131,13 @@ class Request:
     def run(self, call: Callable[[], Any]) -> Any:
         """The SDK's call that makes the request (and, within it, the stream): ``CURRENT`` is this
         request meanwhile, and what it raises is recorded as the request's failure, then re-raised."""
-        # The token by hand, not entered(): a generator-based context manager costs about as
-        # much as the rest of this call's own work.
-        token = CURRENT.set(self)
-        try:
+        with _Running(self):
             return call()
-        except Exception as exc:
-            guarded(self.failed_before_stream, exc)
-            raise
-        finally:
-            CURRENT.reset(token)
 
     async def arun(self, awaitable: Awaitable[Any]) -> Any:
         """``run`` for an async SDK: the request is made while ``awaitable`` runs."""
-        token = CURRENT.set(self)
-        try:
+        with _Running(self):
             return await awaitable
-        except Exception as exc:
-            guarded(self.failed_before_stream, exc)
-            raise
-        finally:
-            CURRENT.reset(token)
 
     async def sent(self, awaitable: Awaitable[Any]) -> Any:
         """The await that sends the request, for an SDK whose stream exists only after it: what
@@ -190,6 +176,19 @@ class Entered:
         if self.token is not None:
             CURRENT.reset(self.token)
             self.token = None
+
+
+class _Running(Entered):
+    """``entered()`` around the SDK's call that makes the request: what it raises is recorded as
+    the request's failure before any stream existed (and goes on to the caller). A class, not a
+    generator-based context manager, which costs about as much as the rest of the call's work."""
+
+    __slots__ = ()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if isinstance(exc_info[1], Exception):
+            guarded(self.request.failed_before_stream, exc_info[1])
+        super().__exit__(*exc_info)
 
 
 CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar(

@@ -32,6 +32,7 @@ from .._request import Request, model_of
 from .._stream import Process, ended_by
 from .._telemetry import Telemetry
 from . import _bedrock_converse, _bedrock_invoke
+from ._returned import Transparent
 from ._shared import guarded, server_of
 
 _log = logging.getLogger(__name__)
@@ -75,8 +76,8 @@ def _fail(state: Any, exc: BaseException) -> None:
     guarded(ended_by, state, exc)
 
 
-class Proxy:
-    __slots__ = ("__weakref__", "_self_events", "_self_process", "_self_state", "_self_wrapped")
+class Proxy(Transparent):
+    __slots__ = ("_self_events", "_self_process", "_self_state")
 
     def __init__(self, request: Request, stream: Any, process: Process) -> None:
         object.__setattr__(self, "_self_wrapped", stream)
@@ -86,28 +87,6 @@ class Proxy:
         events = request.attach(stream._event_generator, _timed, owner=self)
         object.__setattr__(self, "_self_events", events)
         object.__setattr__(self, "_self_state", request.state)
-
-    @property  # type: ignore[misc]
-    def __class__(self) -> type:  # type: ignore[override]
-        return type(self._self_wrapped)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._self_wrapped, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._self_wrapped, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        delattr(self._self_wrapped, name)
-
-    def __dir__(self) -> list[str]:
-        return dir(self._self_wrapped)
-
-    def __repr__(self) -> str:
-        return repr(self._self_wrapped)
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        return self._self_wrapped.__reduce_ex__(protocol)
 
     def close(self) -> Any:
         # A close the package saw: `closed` (TELEMETRY section 6). The SDK's close is sync in both.

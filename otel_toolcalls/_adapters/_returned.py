@@ -84,22 +84,13 @@ def _relay(
             thrown = exc
 
 
-class AsyncGeneratorProxy:
-    """Stands for the SDK's async generator; ``aclose()`` is seen. ``publish``: a context variable
-    and the value it holds while the SDK's generator runs."""
+class Transparent:
+    """A stand-in that answers as the SDK's object it holds (``_self_wrapped``): its class, its
+    attributes, its repr and copies, and only the protocol methods a subclass defines (a wrapt
+    ObjectProxy defines them all: ``hasattr(proxy, "__len__")`` would be true where the SDK's
+    object says false). State of the package's own lives in further ``_self_`` slots."""
 
-    __slots__ = ("__weakref__", "_self_on_close", "_self_publish", "_self_wrapped")
-
-    def __init__(
-        self,
-        wrapped: AsyncGenerator[Any, Any],
-        *,
-        on_close: Callable[[], None],
-        publish: tuple[contextvars.ContextVar[Any], Any] | None = None,
-    ) -> None:
-        object.__setattr__(self, "_self_wrapped", wrapped)
-        object.__setattr__(self, "_self_on_close", on_close)
-        object.__setattr__(self, "_self_publish", publish)
+    __slots__ = ("__weakref__", "_self_wrapped")
 
     @property  # type: ignore[misc]
     def __class__(self) -> type:  # type: ignore[override]
@@ -121,8 +112,28 @@ class AsyncGeneratorProxy:
         return repr(self._self_wrapped)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        # copy and pickle refuse the SDK's generator; without this they would copy the proxy.
+        # copy and pickle treat the SDK's object as it would be treated bare (a generator is
+        # refused); without this they would copy the proxy.
         return self._self_wrapped.__reduce_ex__(protocol)
+
+
+class AsyncGeneratorProxy(Transparent):
+    """Stands for the SDK's async generator; ``aclose()`` is seen. ``publish``: a context variable
+    and the value it holds while the SDK's generator runs."""
+
+    __slots__ = ("_self_on_close", "_self_publish")
+
+    def __init__(
+        self,
+        wrapped: AsyncGenerator[Any, Any],
+        *,
+        on_close: Callable[[], None],
+        publish: tuple[contextvars.ContextVar[Any], Any] | None = None,
+    ) -> None:
+        object.__setattr__(self, "_self_wrapped", wrapped)
+        object.__setattr__(self, "_self_on_close", on_close)
+        object.__setattr__(self, "_self_publish", publish)
+
 
     def __aiter__(self) -> AsyncGeneratorProxy:
         return self
