@@ -11,9 +11,9 @@ made spans, so the comparison is between an instrumented object and a bare one.
 The one answer allowed to differ: ``type()`` of an async generator handed back in place of the
 SDK's (cohere, google-genai), which is the package's async-generator proxy (see
 ``otel_toolcalls/_adapters/_returned.py`` for why that one is a proxy and the sync ones are real
-generators), and of a Bedrock event stream, which is the package's event-stream proxy (see
-``otel_toolcalls/_adapters/_bedrock_streams.py``). ``isinstance(x, types.AsyncGeneratorType)`` and
-``inspect.isasyncgen`` stay equal.
+generators), and of a Bedrock or Mistral event stream, which is the package's stand-in for it
+(``_returned.Transparent``: see ``otel_toolcalls/_adapters/_bedrock_streams.py`` and
+``mistral.py``). ``isinstance(x, types.AsyncGeneratorType)`` and ``inspect.isasyncgen`` stay equal.
 """
 
 from __future__ import annotations
@@ -49,8 +49,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from otel_toolcalls._adapters._bedrock_streams import Proxy as EventStreamProxy
-from otel_toolcalls._adapters._returned import AsyncGeneratorProxy, relay
+from otel_toolcalls._adapters._returned import AsyncGeneratorProxy, Transparent, relay
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as anthropic_wire
 from otel_toolcalls.testing import bedrock as bedrock_wire
@@ -405,10 +404,11 @@ def test_returned_objects_answer_as_without_instrumentation(
             # The one allowed difference, and only where the SDK returned an async generator.
             assert bare[label]["type"] is types.AsyncGeneratorType, label
             assert diff.pop("type") == (types.AsyncGeneratorType, instrumented[label]["type"])
-        if isinstance(instrumented[label]["type"], type) and issubclass(
-            instrumented[label]["type"], EventStreamProxy
+        elif isinstance(instrumented[label]["type"], type) and issubclass(
+            instrumented[label]["type"], Transparent
         ):
-            # The Bedrock event stream's proxy: type() names it, everything else is the SDK's.
+            # A stand-in for the SDK's stream (Bedrock's event stream, Mistral's): type() names it,
+            # everything else is the SDK's.
             assert diff.pop("type") == (bare[label]["__class__"], instrumented[label]["type"])
         assert diff == {}, f"{case.__name__} {label}: {diff}"
 

@@ -1,8 +1,9 @@
 """The mistralai SDK: ``chat.stream()`` / ``chat.stream_async()``.
 
 Both return an ``EventStream`` / ``EventStreamAsync`` that pulls from one generator it builds at
-construction; the package swaps that generator for its finalize-once wrapper before the user
-sees the stream, and hooks ``close`` (a ``with`` exit goes through it too). The chunks are
+construction; the user gets a stand-in for it (``_Events`` / ``_AsyncEvents``) that pulls from
+the package's finalize-once wrapper around that generator, the SDK's object left as it was; the
+SDK's ``close`` is hooked (a ``with`` exit goes through it too). The chunks are
 OpenAI-Chat-shaped (``CompletionEvent.data`` is a ``CompletionChunk``), with two differences the
 translator below absorbs: the call id defaults to the string ``"null"``, and name and id may be
 repeated on every delta of a call.
@@ -16,13 +17,15 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from .._internal import report, site_of
 from .._request import Request, model_of
 from .._sink import Sink
 from .._stream import close_seen
 from .._telemetry import Telemetry
 from ._chat_completions import process_chunk
 from ._patches import Patches, Requires
-from ._shared import guarded, server_of
+from ._returned import Transparent
+from ._shared import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -73,13 +76,77 @@ def _sdk_span(response: Any) -> Any:
     return span if span is not None and span.is_recording() else None
 
 
-def _attach(request: Request, stream: Any) -> None:
-    response = stream.response
-    request.server = _server(response)
-    sdk_span = functools.partial(_sdk_span, response)
-    stream.generator = request.attach(
-        stream.generator, process_event, key=response, owner=stream, sdk_span=sdk_span
-    )
+class _Stand(Transparent):
+    """What the user gets for the SDK's stream: it reads the package's wrapper of the SDK's
+    generator; the SDK's object is left as it was. Each subclass has the SDK class's protocol."""
+
+    __slots__ = ("_self_closed", "_self_events")
+
+    def __init__(self, request: Request, stream: Any) -> None:
+        object.__setattr__(self, "_self_wrapped", stream)
+        object.__setattr__(self, "_self_closed", False)
+        response = stream.response
+        request.server = _server(response)
+        sdk_span = functools.partial(_sdk_span, response)
+        events = request.attach(stream.generator, process_event, key=response, owner=self, sdk_span=sdk_span)
+        object.__setattr__(self, "_self_events", events)
+
+
+class _Events(_Stand):
+    """``EventStream``: an iterator and a context manager, closed for good by ``close``."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Any:
+        return self
+
+    def __next__(self) -> Any:
+        if self._self_closed:
+            raise StopIteration
+        return next(self._self_events)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self) -> Any:
+        object.__setattr__(self, "_self_closed", True)
+        return self._self_wrapped.close()
+
+
+class _AsyncEvents(_Stand):
+    """``EventStreamAsync``: the same with ``async for``, ``async with`` and an async ``close``."""
+
+    __slots__ = ()
+
+    def __aiter__(self) -> Any:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._self_closed:
+            raise StopAsyncIteration
+        return await self._self_events.__anext__()
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.close()
+
+    async def close(self) -> Any:
+        object.__setattr__(self, "_self_closed", True)
+        return await self._self_wrapped.close()
+
+
+def _hand_back(request: Request, stream: Any) -> Any:
+    """The stand-in the user gets, or the SDK's stream itself if one cannot be made."""
+    try:
+        return (_AsyncEvents if hasattr(stream, "__aiter__") else _Events)(request, stream)
+    except Exception as exc:
+        report(site_of(_hand_back), exc)
+        return stream
 
 
 def instrument(telemetry: Telemetry) -> bool:
@@ -94,16 +161,14 @@ def instrument(telemetry: Telemetry) -> bool:
             return wrapped(*args, **kwargs)
         request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
         result = request.run(lambda: wrapped(*args, **kwargs))
-        guarded(_attach, request, result)
-        return result
+        return _hand_back(request, result)
 
     async def stream_async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         if not is_instrumentation_enabled():
             return await wrapped(*args, **kwargs)
         request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
         result = await request.arun(wrapped(*args, **kwargs))
-        guarded(_attach, request, result)
-        return result
+        return _hand_back(request, result)
 
     def close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         close_seen(getattr(instance, "response", None))
