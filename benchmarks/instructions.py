@@ -60,6 +60,24 @@ def start_library(directory: str) -> str | None:
     return library if done.returncode == 0 else None
 
 
+def worker_command(
+    python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int]
+) -> list[str]:
+    """worker.py's command line for one variant x provider (run.py's CPU rounds and the counts here)."""
+    return [
+        python,
+        os.path.join(HERE, "worker.py"),
+        "--variant",
+        variant,
+        "--provider",
+        provider,
+        "--urls",
+        json.dumps(urls),
+        "--plan",
+        json.dumps(plan),
+    ]
+
+
 def _one(
     python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int], start: str | None
 ) -> Any:
@@ -77,16 +95,7 @@ def _one(
             f"--toggle-collect={CALLGRIND_FUNCTION}",
             f"--dump-after={CALLGRIND_FUNCTION}",
             f"--callgrind-out-file={prefix}.%p",
-            python,
-            os.path.join(HERE, "worker.py"),
-            "--variant",
-            variant,
-            "--provider",
-            provider,
-            "--urls",
-            json.dumps(urls),
-            "--plan",
-            json.dumps(plan),
+            *worker_command(python, variant, provider, urls, plan),
             "--callgrind",
             prefix,
         ]

@@ -102,18 +102,7 @@ def machine() -> dict[str, Any]:
 
 
 def run_worker(python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int]) -> Any:
-    command = [
-        python,
-        os.path.join(HERE, "worker.py"),
-        "--variant",
-        variant,
-        "--provider",
-        provider,
-        "--urls",
-        json.dumps(urls),
-        "--plan",
-        json.dumps(plan),
-    ]
+    command = instructions.worker_command(python, variant, provider, urls, plan)
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         print(f"[bench] {variant}/{provider} failed:\n{done.stderr[-3000:]}", file=sys.stderr, flush=True)
