@@ -29,14 +29,6 @@ TOOL_TYPES = {
 }
 
 
-def _delta(state: Sink, event: Any) -> None:
-    # The hot path: {"type":"content_block_delta","index":1,
-    #  "delta":{"type":"input_json_delta","partial_json":"{\"lo"}} (text and thinking deltas count nowhere)
-    delta = event.delta
-    if delta.type == "input_json_delta":
-        state.fragment(event.index, delta.partial_json)
-
-
 def _message_start(state: Sink, event: Any) -> None:
     # {"type":"message_start","message":{"id":"msg_01","model":"claude-sonnet-4-5",...}}
     message = event.message
@@ -83,7 +75,6 @@ def _message_stop(state: Sink, event: Any) -> None:
 
 
 _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
-    "content_block_delta": _delta,
     "message_start": _message_start,
     "content_block_start": _block_start,
     "content_block_stop": _block_stop,
@@ -92,4 +83,17 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-process_event = by_type(_HANDLERS, name="process_event", module=__name__)
+_others = by_type(_HANDLERS, name="process_event", module=__name__)
+
+
+def process_event(state: Sink, event: Any) -> None:
+    # Nearly every event of a tool-call stream is a delta: it skips the table's lookup and call
+    # (replay under callgrind: ~1.4k instructions a chunk, 9.0k against 7.6k, went with them).
+    # {"type":"content_block_delta","index":1,
+    #  "delta":{"type":"input_json_delta","partial_json":"{\"lo"}} (text and thinking deltas count nowhere)
+    if event.type == "content_block_delta":
+        delta = event.delta
+        if delta.type == "input_json_delta":
+            state.fragment(event.index, delta.partial_json)
+        return
+    _others(state, event)
