@@ -119,8 +119,8 @@ class InferenceInstruments:
         tokens = {**attributes, n.GEN_AI_TOKEN_MODALITY: n.TOKEN_MODALITY_UNKNOWN}
         for field, _, metric in FIELDS:
             value = getattr(state.usage, field)
-            # A 0 cache or reasoning count (most requests) adds nothing to its counter's total:
-            # no point (each costs the SDK ~10 us); input and output are always recorded.
+            # A 0 cache or reasoning count (most requests) adds nothing to its counter's total,
+            # only a series of zeros; input and output are always recorded.
             if value is None or metric in skip or (value == 0 and field in _SUBSETS):
                 continue
             self.tokens[metric].add(value, tokens)

@@ -10,7 +10,7 @@ from opentelemetry import metrics, trace
 
 from . import _names as n
 from ._config import Settings
-from ._counts import call_counts
+from ._counts import counts_for
 from ._inference_metrics import SECONDS_BUCKETS, InferenceInstruments
 from ._registry import CallRegistry
 from ._usage import FIELDS
@@ -34,11 +34,14 @@ class Spec(NamedTuple):
     unit: str
     description: str
     buckets: Any = None  # the advised bucket boundaries of a histogram; None: a counter
+    # A counter counted in the package and reported at collection (_counts): those added to on
+    # every call's or stream's end, where a synchronous add is most of the metric's cost.
+    observed: bool = False
 
 
 # Every instrument the package records, by name.
 _INSTRUMENTS: dict[str, Spec] = {
-    n.METRIC_CALLS: Spec("{call}", "Streamed tool calls by outcome."),
+    n.METRIC_CALLS: Spec("{call}", "Streamed tool calls by outcome.", observed=True),
     n.METRIC_DURATION: Spec("s", "Tool-call block start to completion or abort.", _SECONDS_BUCKETS),
     n.METRIC_ARGUMENTS_SIZE: Spec("By", "UTF-8 bytes of a call's argument fragments.", _BYTES_BUCKETS),
     n.METRIC_ARGUMENTS_DELTAS: Spec("{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS),
@@ -58,15 +61,14 @@ _INSTRUMENTS: dict[str, Spec] = {
     n.METRIC_TIME_TO_FIRST_CHUNK: Spec(
         "s", "Time from the request to the first chunk of a streamed response.", SECONDS_BUCKETS
     ),
-    **{metric: Spec("{token}", f"Tokens, as {attribute}.") for _, attribute, metric in FIELDS},
+    **{metric: Spec("{token}", f"Tokens, as {attribute}.", observed=True) for _, attribute, metric in FIELDS},
 }
 
 
 def _instrument(meter: metrics.Meter, name: str, spec: Spec) -> Any:
-    unit, description, buckets = spec
-    if name == n.METRIC_CALLS:
-        # Counted in the package, reported at collection (_counts): the busiest counter.
-        return call_counts(meter, name, unit=unit, description=description)
+    unit, description, buckets, observed = spec
+    if observed:
+        return counts_for(meter, name, unit=unit, description=description)
     if buckets is None:
         return meter.create_counter(name, unit=unit, description=description)
     try:
