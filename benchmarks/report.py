@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from turn_report import LABELS, instruction_table, turn_table, turn_targets
+from turn_report import LABELS, floor_table, instruction_table, turn_table, turn_targets
 
 
 def _median(values: list[float]) -> float | None:
@@ -143,6 +143,7 @@ def markdown(
             )
         lines += turn_table(table, [w for w in plan if w.startswith("turn")])
         lines += instruction_table(instructions.get(provider) if instructions else None, plan)
+        lines += floor_table(instructions.get(provider) if instructions else None, plan)
         conc = next((w for w in plan if w.startswith("concurrent")), None)
         lines += _concurrency_and_memory(table, plan, conc, mems)
         if provider == "anthropic":
@@ -175,9 +176,7 @@ def _concurrency_and_memory(
         for w in mems:
             m = row[w]
             extra = m["extra"]
-            cells.append(
-                f"{_kib(m['value'])} ({'n/a' if extra is None else f'{extra / 1024:+,.1f} KiB'})"
-            )
+            cells.append(f"{_kib(m['value'])} ({'n/a' if extra is None else f'{extra / 1024:+,.1f} KiB'})")
         lines.append(f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + " |")
     return lines
 

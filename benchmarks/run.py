@@ -28,6 +28,7 @@ sys.path.insert(0, HERE)
 
 import instructions  # noqa: E402
 import report  # noqa: E402
+import sdk_floor  # noqa: E402
 import streams  # noqa: E402
 import venvs  # noqa: E402
 
@@ -138,11 +139,27 @@ def _count_instructions(
         if p in ps and v not in reused.get(p, {})
     ]
 
+    # The OpenTelemetry SDK's own cost of each variant's spans and records (sdk_floor.py): counted
+    # afresh for every variant, reused counts or not (a few seconds each under callgrind).
+    floor_jobs = [
+        (pythons[venv], v, p)
+        for v, venv, ps in chosen
+        for p in ("openai", "anthropic")
+        if p in ps and v != "bare"
+    ]
+
     def count() -> Any:
         fresh = instructions.measure(jobs, urls, {w: CALLGRIND_TURNS for w in turns})
         merged = {p: dict(reused.get(p, {})) for p in ("openai", "anthropic")}
         for provider, variants in fresh.items():
             merged[provider].update(variants)
+        for provider, variants in sdk_floor.measure(floor_jobs, turns).items():
+            for variant, by_workload in variants.items():
+                row = merged[provider].get(variant)
+                if not row:  # its count failed: no extra to split
+                    continue
+                for workload, floor in by_workload.items():
+                    row.setdefault(workload, {}).update(floor)
         return merged
 
     return ThreadPoolExecutor(max_workers=1).submit(count)

@@ -130,6 +130,47 @@ def instruction_table(instructions: dict[str, Any] | None, plan: dict[str, int])
     return lines
 
 
+def floor_of(instructions: dict[str, Any] | None, variant: str, workload: str) -> float | None:
+    """The OpenTelemetry SDK's own cost of the variant's spans and records in the turn (sdk_floor.py)."""
+    row = ((instructions or {}).get(variant) or {}).get(workload) or {}
+    return row.get("sdk_floor_per_stream")
+
+
+def floor_table(instructions: dict[str, Any] | None, plan: dict[str, int]) -> list[str]:
+    """Each variant's extra split in two: the SDK's cost of what it emitted, and its own code."""
+    turns = [w for w in plan if w.startswith("turn")]
+    variants = [v for v in instructions or {} if any(floor_of(instructions, v, w) for w in turns)]
+    if not variants:
+        return []
+    lines = [
+        "",
+        "Where each extra goes (benchmarks/sdk_floor.py): *SDK*, the OpenTelemetry SDK's own cost of the "
+        "spans and metric records the variant emitted in the turn, every one replayed with its name, "
+        "parent, attributes and status against fresh SDK providers with nothing else running; *own*, the "
+        "rest of its extra (its own code: extra minus SDK). Thousands of instructions per turn; "
+        "*signals*: spans and synchronous metric records per turn at the most calls.",
+        "",
+        "| variant | "
+        + " | ".join(f"{calls_of(w)} call{'s' if calls_of(w) != 1 else ''}: SDK / own" for w in turns)
+        + " | signals |",
+        "|" + "---|" * (len(turns) + 2),
+    ]
+    for variant in variants:
+        cells = []
+        for w in turns:
+            floor, extra = floor_of(instructions, variant, w), instruction_extra(instructions, variant, w)
+            own = None if floor is None or extra is None else extra - floor
+            sdk_k = None if floor is None else floor / 1e3
+            own_k = None if own is None else own / 1e3
+            cells.append(f"{_f(sdk_k, ',.0f')} / {_f(own_k, '+,.0f')}")
+        last = [
+            row for w in turns if (row := (instructions or {})[variant].get(w) or {}).get("spans") is not None
+        ]
+        signals = f"{last[-1]['spans']} spans, {last[-1]['records']} records" if last else "n/a"
+        lines.append(f"| {LABELS.get(variant, variant)} | " + " | ".join(cells) + f" | {signals} |")
+    return lines
+
+
 def _verdict(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "**missed**")
 
@@ -167,6 +208,19 @@ def turn_targets(summary: dict[str, Any], instructions: dict[str, Any] | None, t
                     _cmp(m_c, None if p_c is None else OPENAI_V2_SHARE * p_c, strict=False),
                 )
             )
+            floor = floor_of(counted, "otel_toolcalls", two)
+            if floor is not None:
+                # Whether any code emitting the package's spans and records could meet the bound.
+                rows.append(
+                    (
+                        "the same, for the SDK's cost of the package's spans and records alone",
+                        provider,
+                        _pair(floor, None if p_i is None else OPENAI_V2_SHARE * p_i, "instr"),
+                        "n/a",
+                        _cmp(floor, None if p_i is None else OPENAI_V2_SHARE * p_i, strict=False),
+                        None,
+                    )
+                )
         if two and provider == "anthropic" and "anthropic_own" in table:
             m_i, p_i = (
                 instruction_extra(counted, "otel_toolcalls", two),
