@@ -98,6 +98,11 @@ def markdown(
         f"{'/'.join(f'{x:.1f}' for x in info['loadavg_end'])}: the machine is shared with other engineers' "
         f"test runs, so its load changes during a run. {info['rounds']} interleaved rounds, each variant "
         f"in a fresh process per round, {info['seconds']} s in all."
+        + (
+            f" Instruction counts (callgrind) ran alone before the rounds: {info['instructions_seconds']} s."
+            if info.get("instructions_seconds") is not None
+            else ""
+        )
         + (f" Tree: {info['commit']}." if info.get("commit") else ""),
         "",
         "Cost = CPU time of the client process while it consumes the stream (the fake provider runs in "

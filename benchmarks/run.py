@@ -114,10 +114,9 @@ def run_worker(python: str, variant: str, provider: str, urls: dict[str, str], p
 def _count_instructions(
     args: Any, chosen: list[Any], pythons: dict[str, str], urls: Any, plan: dict[str, int], info: Any
 ) -> Any:
-    """Instruction counts under callgrind, in a thread beside the CPU rounds (they do not depend on
-    the load; on this 2-core machine the rounds then share it with two valgrind processes)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Instruction counts under callgrind, before the CPU rounds: the counts do not depend on the
+    load, the rounds do (two valgrind processes beside them on this 2-core machine doubled every
+    variant's CPU time, bare included)."""
     turns = list(QUICK_CALLGRIND) if args.quick else [w for w in plan if w.startswith("turn")]
     reused: dict[str, dict[str, Any]] = {}
     if args.instructions_from:
@@ -162,7 +161,7 @@ def _count_instructions(
                     row.setdefault(workload, {}).update(floor)
         return merged
 
-    return ThreadPoolExecutor(max_workers=1).submit(count)
+    return count()
 
 
 def main() -> int:
@@ -214,10 +213,13 @@ def main() -> int:
     runs: dict[str, dict[str, list[Any]]] = {"openai": {}, "anthropic": {}}
     started = time.monotonic()
     counted = None
-    counting = None
     try:
         if not args.no_instructions and instructions.available():
-            counting = _count_instructions(args, chosen, pythons, urls, plan, info)
+            counted = _count_instructions(args, chosen, pythons, urls, plan, info)
+            print(f"[bench] instructions counted, {time.monotonic() - started:.0f} s", file=sys.stderr)
+            # The rounds' own window: their load and duration, the counts' apart.
+            info["instructions_seconds"] = round(time.monotonic() - started)
+            started, info["loadavg_start"] = time.monotonic(), os.getloadavg()
         for r in range(rounds):
             for provider in ("openai", "anthropic"):
                 order = [v for v in chosen if provider in v[2]]
@@ -226,9 +228,6 @@ def main() -> int:
                     result = run_worker(pythons[venv], variant, provider, urls[provider], plan)
                     runs[provider].setdefault(variant, []).append(result)
             print(f"[bench] round {r + 1}/{rounds} done, {time.monotonic() - started:.0f} s", file=sys.stderr)
-        if counting is not None:
-            counted = counting.result()
-            print(f"[bench] instructions counted, {time.monotonic() - started:.0f} s", file=sys.stderr)
     finally:
         stop_send.send(True)
         server.join(10)
