@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -202,14 +203,55 @@ def test_what_the_sdk_yields_is_unchanged(instrument: Any, telemetry: Any, fake:
     assert len(telemetry.tool_spans()) == 2
 
 
-def test_the_sdks_stream_keeps_its_own_generator(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+def test_the_sdks_stream_keeps_its_own_generator(
+    instrument: Any, telemetry: Any, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The package reads the SDK's generator through a wrapper of its own; it writes nothing into
     # the SDK's EventStream, which stays as the SDK made it.
+    from mistralai.client.utils import eventstreaming
+
+    made: list[Any] = []
+    init = eventstreaming.EventStream.__init__
+
+    def recording_init(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(eventstreaming.EventStream, "__init__", recording_init)
     fake.enqueue(tool_call_script([WEATHER]))
     stream = client(fake).chat.stream(model=MODEL, messages=MESSAGES)
-    assert stream.generator.gi_code.co_name == "stream_events"
+    (sdk_stream,) = made
+    assert sdk_stream.generator.gi_code.co_name == "stream_events"
     with stream:
         for _ in stream:
             pass
     (span,) = telemetry.tool_spans()
     assert span.attributes["toolcall.outcome"] == "completed"
+
+
+def test_iterating_the_public_generator_is_seen(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
+    # EventStream.generator is public; a user who reads it, alone or after next(stream), reads the
+    # same events the stream would yield, and every fragment is counted once.
+    fake.enqueue(tool_call_script([WEATHER, CLOCK]))
+    stream = client(fake).chat.stream(model=MODEL, messages=MESSAGES)
+    first = next(stream)
+    rest = list(stream.generator)
+    assert first.data.choices is not None and rest[-1].data.choices[0].finish_reason == "tool_calls"
+    inference = telemetry.one("chat ")
+    spans = sorted(telemetry.tool_spans(), key=lambda s: s.attributes["toolcall.index"])
+    assert_completed(spans[0], WEATHER, inference)
+    assert_completed(spans[1], CLOCK, inference)
+
+
+def test_iterating_the_public_async_generator_is_seen(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    async def run() -> list[Any]:
+        fake.enqueue(tool_call_script([WEATHER]))
+        stream = await client(fake).chat.stream_async(model=MODEL, messages=MESSAGES)
+        return [event async for event in stream.generator]
+
+    events = asyncio.run(run())
+    assert events[-1].data.choices[0].finish_reason == "tool_calls"
+    (span,) = telemetry.tool_spans()
+    assert_completed(span, WEATHER, telemetry.one("chat "))

@@ -2,7 +2,8 @@
 
 Both return an ``EventStream`` / ``EventStreamAsync`` that pulls from one generator it builds at
 construction; the user gets a stand-in for it (``_Events`` / ``_AsyncEvents``) that pulls from
-the package's finalize-once wrapper around that generator, the SDK's object left as it was; the
+the package's finalize-once wrapper around that generator, the SDK's object left as it was (the
+stand-in's ``generator`` is that wrapper too, so iterating it directly is seen); the
 SDK's ``close`` is hooked (a ``with`` exit goes through it too). The chunks are
 OpenAI-Chat-shaped (``CompletionEvent.data`` is a ``CompletionChunk``), with two differences the
 translator below absorbs: the call id defaults to the string ``"null"``, and name and id may be
@@ -90,6 +91,12 @@ class _Stand(Transparent):
         sdk_span = functools.partial(_sdk_span, response)
         events = request.attach(stream.generator, process_event, key=response, owner=self, sdk_span=sdk_span)
         object.__setattr__(self, "_self_events", events)
+
+    @property
+    def generator(self) -> Any:
+        # The SDK's public attribute, which its own iteration reads: a user who iterates it directly
+        # (or mixes it with iterating the stream) reads the package's wrapper, so no event is unseen.
+        return self._self_events
 
 
 class _Events(_Stand):
