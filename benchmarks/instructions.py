@@ -78,23 +78,31 @@ def worker_command(
     ]
 
 
+def callgrind_command(prefix: str, start: str | None) -> list[str]:
+    """valgrind's part of the command line: count only inside worker.CALLGRIND_FUNCTION, one dump
+    per return, into ``prefix``.<pid>; instrument from the start only without the start library."""
+    from worker import CALLGRIND_FUNCTION
+
+    return [
+        "valgrind",
+        "--tool=callgrind",
+        f"--instr-atstart={'no' if start else 'yes'}",
+        "--collect-atstart=no",
+        f"--toggle-collect={CALLGRIND_FUNCTION}",
+        f"--dump-after={CALLGRIND_FUNCTION}",
+        f"--callgrind-out-file={prefix}.%p",
+    ]
+
+
 def _one(
     python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int], start: str | None
 ) -> Any:
     # "otel_toolcalls@/some/dir": the package as found in that directory (a snapshot to compare).
     variant, _, snapshot = variant.partition("@")
-    from worker import CALLGRIND_FUNCTION
-
     with tempfile.TemporaryDirectory(prefix="otel-toolcalls-cg-") as tmp:
         prefix = os.path.join(tmp, "cg")
         command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--instr-atstart={'no' if start else 'yes'}",
-            "--collect-atstart=no",
-            f"--toggle-collect={CALLGRIND_FUNCTION}",
-            f"--dump-after={CALLGRIND_FUNCTION}",
-            f"--callgrind-out-file={prefix}.%p",
+            *callgrind_command(prefix, start),
             *worker_command(python, variant, provider, urls, plan),
             "--callgrind",
             prefix,

@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -293,20 +294,14 @@ def _capture_in_subprocess(python: str, variant: str, provider: str, workload: s
 
 
 def _count(python: str, script: Script, turns: int, start: str | None) -> float:
-    from worker import CALLGRIND_FUNCTION
+    import instructions
 
     with tempfile.TemporaryDirectory(prefix="otel-toolcalls-floor-") as tmp:
         path, prefix = os.path.join(tmp, "script.json"), os.path.join(tmp, "cg")
         with open(path, "w") as f:
             json.dump(script, f)
         command = [
-            "valgrind",
-            "--tool=callgrind",
-            f"--instr-atstart={'no' if start else 'yes'}",
-            "--collect-atstart=no",
-            f"--toggle-collect={CALLGRIND_FUNCTION}",
-            f"--dump-after={CALLGRIND_FUNCTION}",
-            f"--callgrind-out-file={prefix}.%p",
+            *instructions.callgrind_command(prefix, start),
             python,
             __file__,
             "--replay",
@@ -330,22 +325,37 @@ def summary(script: Script) -> dict[str, int]:
     }
 
 
+def _floor(python: str, variant: str, provider: str, workload: str, turns: int, start: str | None) -> Any:
+    script = _capture_in_subprocess(python, variant, provider, workload)
+    if script is None:
+        return None
+    return {"sdk_floor_per_stream": _count(python, script, turns, start), **summary(script)}
+
+
 def measure(
-    jobs: list[tuple[str, str, str]], workloads: list[str], *, turns: int = 5
+    jobs: list[tuple[str, str, str]], workloads: list[str], *, turns: int = 5, parallel: int = 2
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """``jobs``: (python, variant, provider). {provider: {variant: {workload: {"sdk_floor_per_stream",
-    "spans", "records"}}}}; a capture that failed is left out (and said on stderr)."""
+    "spans", "records"}}}}; a capture that failed is left out (and said on stderr). Counts do not
+    depend on the load: ``parallel`` at a time."""
     import instructions
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    with tempfile.TemporaryDirectory(prefix="otel-toolcalls-cgstart-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="otel-toolcalls-cgstart-") as tmp,
+        ThreadPoolExecutor(max_workers=parallel) as pool,
+    ):
         start = instructions.start_library(tmp)
-        for python, variant, provider in jobs:
-            for workload in workloads:
-                script = _capture_in_subprocess(python, variant, provider, workload)
-                if script is None:
-                    continue
-                row = {"sdk_floor_per_stream": _count(python, script, turns, start), **summary(script)}
+        futures = {
+            (variant, provider, workload): pool.submit(
+                _floor, python, variant, provider, workload, turns, start
+            )
+            for python, variant, provider in jobs
+            for workload in workloads
+        }
+        for (variant, provider, workload), future in futures.items():
+            row = future.result()
+            if row is not None:
                 out.setdefault(provider, {}).setdefault(variant, {})[workload] = row
     return out
 

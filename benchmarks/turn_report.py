@@ -40,6 +40,12 @@ def _f(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def _header(turns: list[str], suffix: str, after: list[str]) -> list[str]:
+    """A turn table's header: a column per workload ("2 calls" + ``suffix``), then ``after``."""
+    cells = [f"{calls_of(w)} call{'s' if calls_of(w) != 1 else ''}{suffix}" for w in turns]
+    return ["| variant | " + " | ".join(cells + after) + " |", "|" + "---|" * (len(cells) + len(after) + 1)]
+
+
 def cpu_extra(summary_row: dict[str, Any], workload: str) -> float | None:
     cell = summary_row.get(workload) or {}
     return cell.get("extra")
@@ -65,10 +71,7 @@ def turn_table(table: dict[str, Any], turns: list[str]) -> list[str]:
         "Agent turn (text, then N parallel tool calls): client CPU us per turn (extra, ratio); "
         "*per stream* / *per call*: the least-squares line through the extras:",
         "",
-        "| variant | "
-        + " | ".join(f"{calls_of(w)} call{'s' if calls_of(w) != 1 else ''}" for w in turns)
-        + " | per stream | per call | spans (at the most calls) |",
-        "|" + "---|" * (len(turns) + 4),
+        *_header(turns, "", ["per stream", "per call", "spans (at the most calls)"]),
     ]
     for variant, row in table.items():
         cells = []
@@ -97,10 +100,7 @@ def instruction_table(instructions: dict[str, Any] | None, plan: dict[str, int])
         "The same turns counted in instructions (valgrind callgrind, benchmarks/instructions.py): "
         "millions of instructions per turn (extra over bare, thousands):",
         "",
-        "| variant | "
-        + " | ".join(f"{calls_of(w)} call{'s' if calls_of(w) != 1 else ''}" for w in turns)
-        + " | per stream | per call |",
-        "|" + "---|" * (len(turns) + 3),
+        *_header(turns, "", ["per stream", "per call"]),
     ]
     for variant, row in instructions.items():
         if not row:
@@ -150,10 +150,7 @@ def floor_table(instructions: dict[str, Any] | None, plan: dict[str, int]) -> li
         "rest of its extra (its own code: extra minus SDK). Thousands of instructions per turn; "
         "*signals*: spans and synchronous metric records per turn at the most calls.",
         "",
-        "| variant | "
-        + " | ".join(f"{calls_of(w)} call{'s' if calls_of(w) != 1 else ''}: SDK / own" for w in turns)
-        + " | signals |",
-        "|" + "---|" * (len(turns) + 2),
+        *_header(turns, ": SDK / own", ["signals"]),
     ]
     for variant in variants:
         cells = []
