@@ -12,7 +12,28 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from report import LABELS
-from turn_report import calls_of, instruction_extra
+from turn_report import calls_of, floor_of, instruction_extra
+
+# One colour per variant in every panel and plot (matplotlib's cycle would follow each panel's order).
+_COLOURS = dict(
+    zip(
+        [
+            "bare",
+            "otel_toolcalls",
+            "anthropic_own",
+            "openllmetry",
+            "otel_openai_v2",
+            "otel_genai_openai",
+            "openinference",
+        ],
+        plt.rcParams["axes.prop_cycle"].by_key()["color"],
+        strict=False,
+    )
+)
+
+
+def _style(variant: str) -> dict[str, Any]:
+    return {"marker": "o", "label": LABELS.get(variant, variant), "color": _COLOURS.get(variant)}
 
 
 def per_chunk(summary: dict[str, Any], target: str) -> None:
@@ -27,7 +48,7 @@ def per_chunk(summary: dict[str, Any], target: str) -> None:
             )
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=LABELS.get(variant, variant))
+                ax.plot(xs, ys, **_style(variant))
         ax.set_xscale("log")
         ax.set_xlabel("argument fragments per stream")
         ax.set_ylabel("client CPU microseconds per chunk (median)")
@@ -55,7 +76,7 @@ def per_turn(summary: dict[str, Any], instructions: dict[str, Any] | None, targe
             )
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=LABELS.get(variant, variant))
+                ax.plot(xs, ys, **_style(variant))
         ax.set_xlabel("tool calls per turn")
         ax.set_ylabel("extra client CPU us per turn over bare (median of paired)")
         ax.set_title(f"{provider}: extra CPU per agent turn")
@@ -75,7 +96,8 @@ def per_turn(summary: dict[str, Any], instructions: dict[str, Any] | None, targe
             )
             if points:
                 xs, ys = zip(*points, strict=True)
-                ax.plot(xs, ys, marker="o", label=LABELS.get(variant, variant))
+                ax.plot(xs, ys, **_style(variant))
+        _floor_line(ax, counted)
         ax.set_xlabel("tool calls per turn")
         ax.set_ylabel("extra instructions per turn over bare (thousands)")
         ax.set_title(f"{provider}: extra instructions per agent turn (callgrind)")
@@ -83,6 +105,26 @@ def per_turn(summary: dict[str, Any], instructions: dict[str, Any] | None, targe
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(target, dpi=110)
+
+
+def _floor_line(ax: Any, counted: dict[str, Any]) -> None:
+    """The SDK's own cost of the package's spans and records (sdk_floor.py), dashed: the least any
+    code emitting them pays."""
+    row = counted.get("otel_toolcalls") or {}
+    points = sorted(
+        (calls_of(w), floor / 1e3)
+        for w in row
+        if (floor := floor_of(counted, "otel_toolcalls", w)) is not None
+    )
+    if points:
+        xs, ys = zip(*points, strict=True)
+        ax.plot(
+            xs,
+            ys,
+            linestyle="--",
+            color=_COLOURS["otel_toolcalls"],
+            label="otel_toolcalls: SDK's cost of its signals",
+        )
 
 
 def main(source: str, chunk_target: str, turn_target: str | None = None) -> None:
