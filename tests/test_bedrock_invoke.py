@@ -29,13 +29,16 @@ from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outc
 from otel_toolcalls import _names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
+from otel_toolcalls.testing import openai_chat as chat
 from otel_toolcalls.testing.bedrock import (
     NOVA_MODEL,
+    OPENAI_MODEL,
     WEATHER,
     anthropic_chunks,
     chunk,
     exception_frame,
     nova_chunks,
+    openai_chunks,
     script_for,
 )
 
@@ -254,6 +257,57 @@ def test_nova_max_tokens_truncates_the_open_call(
     list(invoke(client, NOVA_MODEL))
     (span,) = telemetry.tool_spans()
     assert_outcome(span, "truncated")
+
+
+CLOCK = chat.ToolCall(name="get_time", id="call_time_2", arguments='{"tz": "Europe/Zürich", "offset": -120}')
+
+
+def chat_fragments(events: list[dict[str, Any]], index: int) -> list[str]:
+    """The argument fragments of call ``index`` in the decoded Chat Completions chunks."""
+    return [
+        call["function"]["arguments"]
+        for e in events
+        for choice in e.get("choices", [])
+        for call in choice["delta"].get("tool_calls", [])
+        if call["index"] == index and call["function"].get("arguments")
+    ]
+
+
+def test_openai_gpt_oss_chat_chunks(instrument: Any, telemetry: Any, client: Any, fake: FakeProvider) -> None:
+    fake.enqueue(
+        script_for(openai_chunks(chat.events_for([chat.WEATHER, CLOCK], text="Checking.")), split=True)
+    )
+    events = decoded(list(invoke(client, OPENAI_MODEL)))
+    spans = sorted(telemetry.tool_spans(), key=lambda s: (s.attributes or {})[n.TOOLCALL_INDEX])
+    assert [s.name for s in spans] == ["tool_call get_weather", "tool_call get_time"]
+    for span, call, index in ((spans[0], chat.WEATHER, 0), (spans[1], CLOCK, 1)):
+        fragments = chat_fragments(events, index)
+        assert "".join(fragments) == call.arguments
+        assert_call(span, call, fragments)
+    attrs = inference(telemetry, OPENAI_MODEL).attributes or {}
+    assert attrs[n.GEN_AI_RESPONSE_FINISH_REASONS] == ("tool_calls",)
+    assert attrs[n.GEN_AI_RESPONSE_MODEL] == OPENAI_MODEL
+
+
+@pytest.mark.parametrize(("finish", "reason"), [("length", "truncated"), ("content_filter", "filtered")])
+def test_openai_gpt_oss_finish_reasons_that_abort(
+    instrument: Any, telemetry: Any, client: Any, fake: FakeProvider, finish: str, reason: str
+) -> None:
+    fake.enqueue(script_for(openai_chunks(chat.events_for([chat.WEATHER], finish_reason=finish))))
+    list(invoke(client, OPENAI_MODEL))
+    (span,) = telemetry.tool_spans()
+    assert_outcome(span, reason)
+
+
+def test_openai_gpt_oss_cut_mid_arguments(
+    instrument: Any, telemetry: Any, client: Any, fake: FakeProvider
+) -> None:
+    frames = openai_chunks(chat.events_for([chat.WEATHER]))
+    fake.enqueue(script_for(frames, cut_after=4, cut_inside=True))
+    with pytest.raises(ProtocolError):
+        list(invoke(client, OPENAI_MODEL))
+    (span,) = telemetry.tool_spans()
+    assert_outcome(span, "stream_error", "urllib3.exceptions.ProtocolError")
 
 
 LLAMA = "meta.llama3-70b-instruct-v1:0"

@@ -9,12 +9,15 @@ read by the family's translator:
   the Anthropic translator through an attribute view of the decoded dict.
 - Amazon Nova: the Converse events (``{"contentBlockDelta": {...}}``: AWS documents Nova's Invoke
   API as consistent with Converse), read by the ConverseStream translator as they are.
+- OpenAI's open-weight models (``openai.gpt-oss-*``): Chat Completions chunks
+  (``{"object": "chat.completion.chunk", "choices": [...]}``: AWS documents their bodies as
+  OpenAI's), read by the Chat Completions translator through the same attribute view.
 - Other families (Llama, Mistral, Titan, Cohere...) stream no tool-call blocks the package reads;
   their last chunk carries ``amazon-bedrock-invocationMetrics``, which Bedrock adds to every
   family's last chunk: the stream reached its end.
 
-The family is told by the chunk itself (a ``type`` key is Anthropic's), not by ``modelId``: an
-inference-profile ARN does not name its model.
+The family is told by the chunk itself (a ``type`` key is Anthropic's, a ``choices`` key OpenAI's),
+not by ``modelId``: an inference-profile ARN does not name its model.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import json
 from typing import Any
 
 from .._sink import Sink
-from . import _anthropic_messages, _bedrock_converse
+from . import _anthropic_messages, _bedrock_converse, _chat_completions
 
 _METRICS = "amazon-bedrock-invocationMetrics"
 _CONVERSE = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
@@ -31,8 +34,8 @@ _CONVERSE = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta",
 
 
 class View:
-    """A decoded JSON object read by attribute, as the Anthropic translator reads the SDK's models;
-    a key that is absent reads None."""
+    """A decoded JSON object read by attribute, as the translators read the SDKs' models; a key
+    that is absent reads None, an object a view, a list its items as views."""
 
     __slots__ = ("_data",)
 
@@ -40,8 +43,15 @@ class View:
         self._data = data
 
     def __getattr__(self, name: str) -> Any:
-        value = self._data.get(name)
-        return View(value) if isinstance(value, dict) else value
+        return _viewed(self._data.get(name))
+
+
+def _viewed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return View(value)
+    if isinstance(value, list):
+        return [_viewed(item) for item in value]
+    return value
 
 
 def process_event(state: Sink, event: Any) -> None:
@@ -64,6 +74,10 @@ def process_event(state: Sink, event: Any) -> None:
             state.fragment(payload.get("index"), delta.get("partial_json"))
     elif kind is not None:
         _anthropic_messages.process_event(state, View(payload))
+    elif "choices" in payload:
+        # {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[...]},
+        #  "finish_reason":null}]}: a choice's finish reason completes its calls, as on OpenAI.
+        _chat_completions.process_chunk(state, View(payload))
     elif not _CONVERSE.isdisjoint(payload):
         _bedrock_converse.process_event(state, payload)
     elif _METRICS in payload:

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import eventstream
+from . import eventstream, openai_chat
 from ._fragments import awkward_split
 from ._server import Script
 
@@ -199,6 +199,21 @@ def nova_chunks(blocks: Sequence[Block], **options: Any) -> list[bytes]:
         if i == len(events) - 1 and kind == "metadata":
             body["amazon-bedrock-invocationMetrics"] = INVOCATION_METRICS
         frames.append(chunk(body))
+    return frames
+
+
+OPENAI_MODEL = "openai.gpt-oss-120b-1:0"
+
+
+def openai_chunks(events: Sequence[openai_chat.Event], *, model: str = OPENAI_MODEL) -> list[bytes]:
+    """An OpenAI open-weight model's Invoke stream: the Chat Completions chunks
+    (``testing.openai_chat.events_for``), one per chunk event; the metrics ride on the last one."""
+    frames = []
+    for i, event in enumerate(events):
+        payload = openai_chat.chunk(event, model=model)
+        if i == len(events) - 1:
+            payload["amazon-bedrock-invocationMetrics"] = INVOCATION_METRICS
+        frames.append(chunk(payload))
     return frames
 
 
