@@ -32,6 +32,13 @@ def _first_time(site: str) -> bool:
         return True
 
 
+def warn_once(site: str, message: str) -> None:
+    """Says once per process, at WARNING, that something the user does is not seen (``site``: who
+    says it; a second call from it is silent)."""
+    if _first_time(site):
+        _log.warning("otel_toolcalls: %s", message)
+
+
 def report(site: str, exc: BaseException) -> None:
     """Counts and logs one internal error at ``site``; itself never raises."""
     try:

@@ -390,6 +390,59 @@ def test_the_parent_is_the_span_current_when_the_response_starts(fake: Any, inst
     assert trace.get_current_span() is trace.INVALID_SPAN
 
 
+def _raw_reads(fake: Any, mode: str, surface: str, count: int) -> list[Any]:
+    client = _client(fake, mode)
+    if mode == "sync":
+        with _resource(client, surface).connect(model=MODEL) as connection:
+            connection.response.create()
+            return [connection.recv_bytes() for _ in range(count)]
+
+    async def run() -> list[Any]:
+        async with _resource(client, surface).connect(model=MODEL) as connection:
+            await connection.response.create()
+            return [await connection.recv_bytes() for _ in range(count)]
+
+    return asyncio.run(run())
+
+
+def _said_about_recv_bytes(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage() for r in caplog.records
+        if r.name == "otel_toolcalls" and r.levelname == "WARNING" and "recv_bytes()" in r.getMessage()
+    ]  # fmt: skip
+
+
+def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
+    fake: Any, instrument: Any, telemetry: Any, mode: str, surface: str, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    from otel_toolcalls import _internal
+
+    monkeypatch.setattr(_internal, "_warned", set())
+    fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
+    fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
+    with caplog.at_level("WARNING", logger="otel_toolcalls"):
+        raw = _raw_reads(fake, mode, surface, 2) + _raw_reads(fake, mode, surface, 2)
+    assert all(isinstance(message, bytes) for message in raw)  # what the SDK returned, untouched
+    (said,) = _said_about_recv_bytes(caplog)
+    assert "RealtimeConnection.recv_bytes() are not traced" in said
+
+
+def test_recv_and_iteration_say_nothing_about_recv_bytes(
+    fake: Any, instrument: Any, telemetry: Any, mode: str, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    # The SDK's recv() reads through its own recv_bytes(): that call is the package's to see.
+    from otel_toolcalls import _internal
+
+    monkeypatch.setattr(_internal, "_warned", set())
+    fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
+    with caplog.at_level("WARNING", logger="otel_toolcalls"):
+        run(fake, mode, SURFACES[0], ONE_RESPONSE)
+    assert _said_about_recv_bytes(caplog) == []
+    assert_call(tool_span(telemetry, WEATHER), WEATHER, reason=None)
+
+
 def test_the_sdk_returns_what_it_returned(fake: Any, instrument: Any, telemetry: Any) -> None:
     module = __import__(openai_realtime.MODULES[0] if "ga" in SURFACES else openai_realtime.MODULES[1],
                         fromlist=["x"])  # fmt: skip

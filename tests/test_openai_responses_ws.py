@@ -138,6 +138,38 @@ def test_a_completed_call(fake: Any, instrument: Any, telemetry: Any, mode: str)
     assert "response.create" in fake.websocket.received_types()
 
 
+def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
+    fake: Any, instrument: Any, mode: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otel_toolcalls import _internal
+
+    monkeypatch.setattr(_internal, "_warned", set())
+    fake.websocket.enqueue(frames(turn(on_lane(events_for([WEATHER]), None, "resp_1")), session=False))
+    client = (openai.OpenAI if mode == "sync" else openai.AsyncOpenAI)(
+        api_key="sk-test", base_url=fake.base_url + "/v1", websocket_base_url=fake.websocket.base_url
+    )
+
+    def sync() -> list[Any]:
+        with client.responses.connect() as connection:
+            connection.response.create(model=MODEL, input="weather?")
+            return [connection.recv_bytes() for _ in range(3)]
+
+    async def async_() -> list[Any]:
+        async with client.responses.connect() as connection:
+            await connection.response.create(model=MODEL, input="weather?")
+            return [await connection.recv_bytes() for _ in range(3)]
+
+    with caplog.at_level("WARNING", logger="otel_toolcalls"):
+        raw = sync() if mode == "sync" else asyncio.run(async_())
+    assert all(isinstance(message, bytes) for message in raw)
+    said = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "otel_toolcalls" and "recv_bytes()" in r.getMessage()
+    ]
+    assert len(said) == 1 and "ResponsesConnection.recv_bytes() are not traced" in said[0]
+
+
 def test_two_lanes_interleaved_and_a_second_response(
     fake: Any, instrument: Any, telemetry: Any, mode: str
 ) -> None:

@@ -9,11 +9,13 @@ Choke points, and why:
   ``dispatch_events``, ``recv()``) goes through it; what it raises is the socket's end.
 - the connection's ``close``: the user's close, and the manager's exit.
 - the connection's ``send`` (``Wiring.on_send``): what the client asks for (the Responses model).
-Events read unparsed (``recv_bytes``) are not seen.
+Events read unparsed (``recv_bytes`` called by the user, not by ``recv``) are not seen: the
+package would have to parse them; it says so once, at WARNING.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 import weakref
@@ -25,13 +27,16 @@ from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .._core import StreamState
-from .._internal import report
+from .._internal import report, warn_once
 from .._request import Request, keep, kept, model_of
 from .._telemetry import Telemetry
 from ._shared import guarded, server_of
 from .openai import _provider_of
 
 PROVIDER = "openai"
+
+# Set while the SDK's recv() runs: the recv_bytes() it calls is not the user's.
+_RECEIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_toolcalls_ws_recv", default=False)
 
 
 class Session:
@@ -130,7 +135,7 @@ class Wiring:
     def wrappers(self) -> dict[str, Callable[..., Any]]:
         return {"connect": self._connect, "enter": _enter, "aenter": _aenter, "recv": self._recv,
                 "arecv": self._arecv, "close": _close, "aclose": _aclose, "send": self._send,
-                "asend": self._asend}  # fmt: skip
+                "asend": self._asend, "recv_bytes": _recv_bytes, "arecv_bytes": _arecv_bytes}  # fmt: skip
 
     def _connect(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         manager = wrapped(*args, **kwargs)
@@ -144,22 +149,28 @@ class Wiring:
         return manager
 
     def _recv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        token = _RECEIVING.set(True)
         try:
             event = wrapped(*args, **kwargs)
         except Exception as exc:
             guarded(_failed, instance, exc)
             raise
+        finally:
+            _RECEIVING.reset(token)
         guarded(self.received, instance, event)
         return event
 
     async def _arecv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         # A cancelled recv() ends nothing: the SDK says cancelling it is safe, the connection goes
         # on (asyncio.wait_for(connection.recv(), ...) is a common loop).
+        token = _RECEIVING.set(True)
         try:
             event = await wrapped(*args, **kwargs)
         except Exception as exc:
             guarded(_failed, instance, exc)
             raise
+        finally:
+            _RECEIVING.reset(token)
         guarded(self.received, instance, event)
         return event
 
@@ -170,6 +181,23 @@ class Wiring:
     async def _asend(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         guarded(self.sent, instance, args[0] if args else kwargs.get("event"))
         return await wrapped(*args, **kwargs)
+
+
+def _unseen(instance: Any) -> None:
+    if not _RECEIVING.get():
+        name = type(instance).__name__
+        message = f"events read with {name}.recv_bytes() are not traced (it reads parsed events only)"
+        warn_once(f"{__name__}.recv_bytes", message + ": read them with recv() or by iterating")
+
+
+def _recv_bytes(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    guarded(_unseen, instance)
+    return wrapped(*args, **kwargs)
+
+
+async def _arecv_bytes(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    guarded(_unseen, instance)
+    return await wrapped(*args, **kwargs)
 
 
 def _failed(connection: Any, exc: BaseException) -> None:

@@ -30,6 +30,8 @@ _CLASSES = {
     "AsyncRealtimeConnection.recv": "arecv",
     "RealtimeConnection.close": "close",
     "AsyncRealtimeConnection.close": "aclose",
+    "RealtimeConnection.recv_bytes": "recv_bytes",
+    "AsyncRealtimeConnection.recv_bytes": "arecv_bytes",
 }
 # What the adapter needs of the SDK (the instrumentor waits for and checks it). A release from
 # before a surface lacks its module: not in this version, not a missing target.

@@ -33,6 +33,8 @@ _CLASSES = {
     "AsyncResponsesConnection.recv": "arecv",
     "ResponsesConnection.close": "close",
     "AsyncResponsesConnection.close": "aclose",
+    "ResponsesConnection.recv_bytes": "recv_bytes",
+    "AsyncResponsesConnection.recv_bytes": "arecv_bytes",
     "ResponsesConnection.send": "send",
     "AsyncResponsesConnection.send": "asend",
 }
