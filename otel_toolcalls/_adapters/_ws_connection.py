@@ -190,16 +190,6 @@ def _unseen(instance: Any) -> None:
         warn_once(f"{__name__}.recv_bytes", message + ": read them with recv() or by iterating")
 
 
-def _recv_bytes(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    guarded(_unseen, instance)
-    return wrapped(*args, **kwargs)
-
-
-async def _arecv_bytes(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    guarded(_unseen, instance)
-    return await wrapped(*args, **kwargs)
-
-
 def _failed(connection: Any, exc: BaseException) -> None:
     session = kept(connection)
     if not isinstance(session, Session) or not session.responses:
@@ -219,14 +209,23 @@ def _closing(connection: Any) -> None:
         session.end(StreamState.closed, final=True)
 
 
-def _close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    guarded(_closing, instance)
-    return wrapped(*args, **kwargs)
+def _before(step: Callable[[Any], None]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The sync and async wrappers of a connection method that run ``step`` on the connection
+    (its failure reported, not raised), then the SDK's method."""
+
+    def sync(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(step, instance)
+        return wrapped(*args, **kwargs)
+
+    async def async_(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(step, instance)
+        return await wrapped(*args, **kwargs)
+
+    return sync, async_
 
 
-async def _aclose(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    guarded(_closing, instance)
-    return await wrapped(*args, **kwargs)
+_close, _aclose = _before(_closing)
+_recv_bytes, _arecv_bytes = _before(_unseen)
 
 
 def _own(connection: Any, session: Session) -> None:
