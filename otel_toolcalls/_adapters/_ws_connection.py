@@ -21,7 +21,7 @@ import time
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -149,28 +149,14 @@ class Wiring:
         return manager
 
     def _recv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        token = _RECEIVING.set(True)
-        try:
+        with _Receiving(instance):
             event = wrapped(*args, **kwargs)
-        except Exception as exc:
-            guarded(_failed, instance, exc)
-            raise
-        finally:
-            _RECEIVING.reset(token)
         guarded(self.received, instance, event)
         return event
 
     async def _arecv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        # A cancelled recv() ends nothing: the SDK says cancelling it is safe, the connection goes
-        # on (asyncio.wait_for(connection.recv(), ...) is a common loop).
-        token = _RECEIVING.set(True)
-        try:
+        with _Receiving(instance):
             event = await wrapped(*args, **kwargs)
-        except Exception as exc:
-            guarded(_failed, instance, exc)
-            raise
-        finally:
-            _RECEIVING.reset(token)
         guarded(self.received, instance, event)
         return event
 
@@ -188,6 +174,27 @@ def _unseen(instance: Any) -> None:
         name = type(instance).__name__
         message = f"events read with {name}.recv_bytes() are not traced (it reads parsed events only)"
         warn_once(f"{__name__}.recv_bytes", message + ": read them with recv() or by iterating")
+
+
+class _Receiving:
+    """Around the SDK's recv(), sync or async: marks the recv_bytes() it calls as its own, and
+    ends the connection's open responses when recv() fails. A cancelled recv() ends nothing (not an
+    Exception): the SDK says cancelling it is safe, the connection goes on
+    (``asyncio.wait_for(connection.recv(), ...)`` is a common loop)."""
+
+    __slots__ = ("connection", "token")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def __enter__(self) -> None:
+        self.token = _RECEIVING.set(True)
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> Literal[False]:
+        _RECEIVING.reset(self.token)
+        if isinstance(exc, Exception):
+            guarded(_failed, self.connection, exc)
+        return False  # what recv() raised goes on to the caller untouched
 
 
 def _failed(connection: Any, exc: BaseException) -> None:
