@@ -178,79 +178,71 @@ def _cmp(mine: float | None, bound: float | None, *, strict: bool) -> bool | Non
     return mine < bound if strict else mine <= bound
 
 
+Row = tuple[str, str, str, str, "bool | None", "bool | None"]
+Pair = tuple["float | None", "float | None"]  # (the package's extra, the bound)
+
+
+def _row(target: str, provider: str, instr: Pair, cpu: Pair | None, *, strict: bool) -> Row:
+    """A target's row: judged on instructions, the CPU-time verdict beside it (None: not judged)."""
+    return (
+        target,
+        provider,
+        _pair(*instr, "instr"),
+        "n/a" if cpu is None else _pair(*cpu, "us"),
+        _cmp(*instr, strict=strict),
+        None if cpu is None else _cmp(*cpu, strict=strict),
+    )
+
+
+def _scaled(value: float | None, share: float) -> float | None:
+    return None if value is None else share * value
+
+
+def _extras(counted: Any, table: dict[str, Any], peer: str, workload: str) -> tuple[Pair, Pair]:
+    """(instructions, CPU us): the package's extra and the peer's, on ``workload``."""
+    return (
+        (instruction_extra(counted, "otel_toolcalls", workload), instruction_extra(counted, peer, workload)),
+        (cpu_extra(table["otel_toolcalls"], workload), cpu_extra(table[peer], workload)),
+    )
+
+
+def _bound_rows(provider: str, table: dict[str, Any], counted: Any) -> list[Row]:
+    """The issue's two bounds on the two-call turn: 0.7x openai-v2's extra (and whether the SDK's
+    cost of the package's signals alone could meet it), the anthropic SDK's own tracing's."""
+    if provider == "openai" and "otel_openai_v2" in table:
+        (m_i, p_i), (m_c, p_c) = _extras(counted, table, "otel_openai_v2", "turn2")
+        bound = _scaled(p_i, OPENAI_V2_SHARE)
+        rows = [_row(f"2-call turn: extra at most {OPENAI_V2_SHARE}x OTel openai-v2's", provider,
+                     (m_i, bound), (m_c, _scaled(p_c, OPENAI_V2_SHARE)), strict=False)]  # fmt: skip
+        floor = floor_of(counted, "otel_toolcalls", "turn2")
+        if floor is not None:
+            # Whether any code emitting the package's spans and records could meet the bound.
+            target = "the same, for the SDK's cost of the package's spans and records alone"
+            rows.append(_row(target, provider, (floor, bound), None, strict=False))
+        return rows
+    if provider == "anthropic" and "anthropic_own" in table:
+        instr, cpu = _extras(counted, table, "anthropic_own", "turn2")
+        return [
+            _row("2-call turn: extra at most the SDK's own tracing's", provider, instr, cpu, strict=False)
+        ]
+    return []
+
+
 def turn_targets(summary: dict[str, Any], instructions: dict[str, Any] | None, turns: list[str]) -> list[str]:
     """The issue-12 targets: judged on instructions (paired, repeatable whatever the load), the
     CPU-time verdict next to it."""
-    rows: list[tuple[str, str, str, str, bool | None, bool | None]] = []
+    rows: list[Row] = []
     for provider, table in summary.items():
-        mine = table.get("otel_toolcalls")
-        if mine is None:
+        if table.get("otel_toolcalls") is None:
             continue
         counted = (instructions or {}).get(provider)
-        peers = [v for v in table if v not in ("bare", "otel_toolcalls")]
-        two = "turn2" if "turn2" in turns else None
-        if two and provider == "openai" and "otel_openai_v2" in table:
-            m_i, p_i = (
-                instruction_extra(counted, "otel_toolcalls", two),
-                instruction_extra(counted, "otel_openai_v2", two),
-            )
-            m_c, p_c = cpu_extra(mine, two), cpu_extra(table["otel_openai_v2"], two)
-            rows.append(
-                (
-                    f"2-call turn: extra at most {OPENAI_V2_SHARE}x OTel openai-v2's",
-                    provider,
-                    _pair(m_i, None if p_i is None else OPENAI_V2_SHARE * p_i, "instr"),
-                    _pair(m_c, None if p_c is None else OPENAI_V2_SHARE * p_c, "us"),
-                    _cmp(m_i, None if p_i is None else OPENAI_V2_SHARE * p_i, strict=False),
-                    _cmp(m_c, None if p_c is None else OPENAI_V2_SHARE * p_c, strict=False),
-                )
-            )
-            floor = floor_of(counted, "otel_toolcalls", two)
-            if floor is not None:
-                # Whether any code emitting the package's spans and records could meet the bound.
-                rows.append(
-                    (
-                        "the same, for the SDK's cost of the package's spans and records alone",
-                        provider,
-                        _pair(floor, None if p_i is None else OPENAI_V2_SHARE * p_i, "instr"),
-                        "n/a",
-                        _cmp(floor, None if p_i is None else OPENAI_V2_SHARE * p_i, strict=False),
-                        None,
-                    )
-                )
-        if two and provider == "anthropic" and "anthropic_own" in table:
-            m_i, p_i = (
-                instruction_extra(counted, "otel_toolcalls", two),
-                instruction_extra(counted, "anthropic_own", two),
-            )
-            m_c, p_c = cpu_extra(mine, two), cpu_extra(table["anthropic_own"], two)
-            rows.append(
-                (
-                    "2-call turn: extra at most the SDK's own tracing's",
-                    provider,
-                    _pair(m_i, p_i, "instr"),
-                    _pair(m_c, p_c, "us"),
-                    _cmp(m_i, p_i, strict=False),
-                    _cmp(m_c, p_c, strict=False),
-                )
-            )
+        if "turn2" in turns:
+            rows += _bound_rows(provider, table, counted)
         for w in turns:
-            for peer in peers:
-                m_i, p_i = (
-                    instruction_extra(counted, "otel_toolcalls", w),
-                    instruction_extra(counted, peer, w),
-                )
-                m_c, p_c = cpu_extra(mine, w), cpu_extra(table[peer], w)
-                rows.append(
-                    (
-                        f"{calls_of(w)}-call turn: extra below {LABELS.get(peer, peer)}'s",
-                        provider,
-                        _pair(m_i, p_i, "instr"),
-                        _pair(m_c, p_c, "us"),
-                        _cmp(m_i, p_i, strict=True),
-                        _cmp(m_c, p_c, strict=True),
-                    )
-                )
+            for peer in (v for v in table if v not in ("bare", "otel_toolcalls")):
+                instr, cpu = _extras(counted, table, peer, w)
+                target = f"{calls_of(w)}-call turn: extra below {LABELS.get(peer, peer)}'s"
+                rows.append(_row(target, provider, instr, cpu, strict=True))
     if not rows:
         return []
     lines = [
