@@ -257,8 +257,10 @@ def turn_targets(summary: dict[str, Any], instructions: dict[str, Any] | None, t
         "| verdict (instructions) | CPU time |",
         "|---|---|---|---|---|---|",
     ]
-    for target, provider, instr, cpu, ok_i, ok_c in rows:
-        lines.append(f"| {target} | {provider} | {instr} | {cpu} | {_verdict(ok_i)} | {_verdict(ok_c)} |")
+    for target, provider, instr_cell, cpu_cell, ok_i, ok_c in rows:
+        lines.append(
+            f"| {target} | {provider} | {instr_cell} | {cpu_cell} | {_verdict(ok_i)} | {_verdict(ok_c)} |"
+        )
     lines.append("")
     return lines
 
