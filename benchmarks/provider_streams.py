@@ -172,33 +172,13 @@ def _genai(url: str, *, vertex: bool) -> Opener:
 
 
 def _open_bedrock(url: str) -> Opener:
-    import boto3
-    from botocore.config import Config
-
-    client = boto3.client(
-        "bedrock-runtime",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    client = bedrock_wire.client(url)
     messages = [{"role": "user", "content": [{"text": "What is the weather in Zurich?"}]}]
     return lambda: client.converse_stream(modelId=bedrock_wire.MODEL, messages=messages)["stream"]
 
 
 def _open_bedrock_invoke(url: str) -> Opener:
-    import boto3
-    from botocore.config import Config
-
-    client = boto3.client(
-        "bedrock-runtime",
-        endpoint_url=url,
-        region_name="us-east-1",
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    client = bedrock_wire.client(url)
     body = '{"anthropic_version": "bedrock-2023-05-31", "max_tokens": 4096, "messages": []}'
     return lambda: client.invoke_model_with_response_stream(modelId=bedrock_wire.MODEL, body=body)["body"]
 

@@ -8,9 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import EventStreamError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,6 +32,7 @@ from otel_toolcalls.testing.bedrock import (
     script_for,
     tool_use_script,
 )
+from otel_toolcalls.testing.bedrock import client as bedrock_client
 
 MESSAGES = [{"role": "user", "content": [{"text": "Weather in Zürich?"}]}]
 
@@ -55,14 +54,7 @@ def _fresh(fake: FakeProvider) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def client(fake: FakeProvider) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    return bedrock_client(fake.base_url)
 
 
 def converse(client: Any) -> Any:

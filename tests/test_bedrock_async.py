@@ -19,8 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aiobotocore.config import AioConfig
-from aiobotocore.session import get_session
 from botocore.exceptions import EventStreamError
 from opentelemetry.sdk.trace import ReadableSpan
 from outcomes import assert_outcome
@@ -33,6 +31,7 @@ from otel_toolcalls.testing.bedrock import (
     TIME,
     WEATHER,
     Text,
+    aio_client,
     anthropic_chunks,
     exception_frame,
     frames_for,
@@ -47,14 +46,7 @@ CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 
 def client(fake: FakeProvider) -> Any:
     """The client's async context manager, as aiobotocore's documentation opens one."""
-    return get_session().create_client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=AioConfig(retries={"total_max_attempts": 1}),
-    )
+    return aio_client(fake.base_url)
 
 
 async def converse(c: Any) -> Any:

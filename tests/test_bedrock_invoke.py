@@ -15,9 +15,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.eventstream import EventStream
 from botocore.exceptions import EventStreamError
 from opentelemetry.sdk.trace import ReadableSpan
@@ -41,6 +39,7 @@ from otel_toolcalls.testing.bedrock import (
     openai_chunks,
     script_for,
 )
+from otel_toolcalls.testing.bedrock import client as bedrock_client
 
 CLAUDE = "anthropic.claude-3-5-sonnet-20240620-v1:0"
 BODY = json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": []})
@@ -50,14 +49,7 @@ TIME = claude.ToolUse(name="get_time", arguments='{"timezone": "Europe/Zürich"}
 
 @pytest.fixture(scope="module")
 def client(shared_provider: FakeProvider) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=shared_provider.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    return bedrock_client(shared_provider.base_url)
 
 
 def invoke(client: Any, model: str = CLAUDE) -> Any:

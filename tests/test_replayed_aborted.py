@@ -288,24 +288,15 @@ def _bedrock_turn(kept: bool) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("kept", [True, False])
 def test_bedrock_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) -> None:
-    boto3 = pytest.importorskip("boto3")
-    from botocore.config import Config
-
-    from otel_toolcalls.testing.bedrock import MODEL, Text, tool_use_script
+    pytest.importorskip("boto3")
+    from otel_toolcalls.testing.bedrock import MODEL, Text, client, tool_use_script
     from otel_toolcalls.testing.bedrock import WEATHER as TOOL_USE
 
     fake.enqueue(tool_use_script([TOOL_USE], stop_reason="max_tokens"))
     fake.enqueue(tool_use_script([Text("Sunny.")], stop_reason="end_turn"))
-    client = boto3.client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    bedrock = client(fake.base_url)
     for messages in (_bedrock_turn(False), _bedrock_turn(kept)):
-        for _ in client.converse_stream(modelId=MODEL, messages=messages)["stream"]:
+        for _ in bedrock.converse_stream(modelId=MODEL, messages=messages)["stream"]:
             pass
     assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
     second = [s for s in telemetry.spans() if s.name.startswith("chat ")][-1]

@@ -32,13 +32,11 @@ from typing import Any
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import anthropic
-import boto3
 import cohere
 import groq
 import litellm
 import openai
 import pytest
-from botocore.config import Config
 from google import genai
 from google.genai import types as gtypes
 from langchain_core.tools import tool
@@ -277,14 +275,7 @@ async def gemini_async(fake: FakeProvider) -> dict[str, Any]:
 
 def bedrock_converse(fake: FakeProvider) -> dict[str, Any]:
     fake.enqueue(bedrock_wire.tool_use_script([bedrock_wire.WEATHER]))
-    client = boto3.client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    client = bedrock_wire.client(fake.base_url)
     messages = [{"role": "user", "content": [{"text": "x"}]}]
     result = client.converse_stream(modelId=bedrock_wire.MODEL, messages=messages)
     found = ask(result, "result") | ask(result["stream"], "stream")
@@ -295,14 +286,7 @@ def bedrock_converse(fake: FakeProvider) -> dict[str, Any]:
 def bedrock_invoke(fake: FakeProvider) -> dict[str, Any]:
     events = anthropic_wire.events_for([anthropic_wire.WEATHER])
     fake.enqueue(bedrock_wire.script_for(bedrock_wire.anthropic_chunks(events)))
-    client = boto3.client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    client = bedrock_wire.client(fake.base_url)
     result = client.invoke_model_with_response_stream(modelId=bedrock_wire.MODEL, body="{}")
     found = ask(result, "result") | ask(result["body"], "body")
     list(result["body"])

@@ -10,13 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
-import boto3
 import cohere
 import httpx2
 import openai
 import pytest
 import semconv_names as sc
-from botocore.config import Config
 from google import genai
 from google.genai import types
 from mistralai.client import Mistral
@@ -159,14 +157,7 @@ def test_anthropic_cut_before_message_delta_has_none(
 
 
 def bedrock_client(fake: FakeProvider) -> Any:
-    return boto3.client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=Config(retries={"total_max_attempts": 1}),
-    )
+    return br.client(fake.base_url)
 
 
 def converse(fake: FakeProvider) -> list[Any]:

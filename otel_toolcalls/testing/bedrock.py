@@ -1,10 +1,8 @@
 """AWS Bedrock ConverseStream on the wire: event-stream frames, fragmented, paced, cut, truncated.
 
-Point a real client at the fake provider::
+Point a real client at the fake provider (``client``: boto3's, ``aio_client``: aiobotocore's)::
 
-    client = boto3.client("bedrock-runtime", endpoint_url=fake.base_url, region_name="us-east-1",
-                          aws_access_key_id="x", aws_secret_access_key="x",
-                          config=Config(retries={"max_attempts": 1}))
+    client = bedrock.client(fake.base_url)
     fake.enqueue(tool_use_script([WEATHER]))
     client.converse_stream(modelId=MODEL, messages=[...])["stream"]
 
@@ -157,6 +155,36 @@ def frames_for(blocks: Sequence[Block], **options: Any) -> list[bytes]:
     """The ConverseStream frames Bedrock sends for these blocks, one frame per list entry
     (``converse_events``' options)."""
     return [eventstream.event(kind, payload) for kind, payload in converse_events(blocks, **options)]
+
+
+def _client_settings(endpoint: str, config: Any, options: dict[str, Any]) -> dict[str, Any]:
+    # No retries: a stream the fake cuts is seen cut, not asked for again.
+    return {
+        "endpoint_url": endpoint,
+        "region_name": "us-east-1",
+        "aws_access_key_id": "x",
+        "aws_secret_access_key": "x",
+        "config": config(retries={"total_max_attempts": 1}),
+        **options,
+    }
+
+
+def client(endpoint: str, **options: Any) -> Any:
+    """A real boto3 ``bedrock-runtime`` client pointed at the fake provider; boto3 is imported when
+    this is called (after ``instrument()``, as ``opentelemetry-instrument`` would have it)."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("bedrock-runtime", **_client_settings(endpoint, Config, options))
+
+
+def aio_client(endpoint: str, **options: Any) -> Any:
+    """aiobotocore's ``bedrock-runtime`` client context manager (``async with``), pointed at the
+    fake provider, as aiobotocore's documentation opens one."""
+    from aiobotocore.config import AioConfig
+    from aiobotocore.session import get_session
+
+    return get_session().create_client("bedrock-runtime", **_client_settings(endpoint, AioConfig, options))
 
 
 # -- InvokeModelWithResponseStream: `chunk` events whose bytes are the model family's own JSON ---------

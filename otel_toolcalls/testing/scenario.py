@@ -320,7 +320,7 @@ class API:
     def make_client(self, *, asynchronous: bool = False, **options: Any) -> Any:
         """The real SDK's client for this API, pointed at the fake, with no retries."""
         if self.name == "bedrock":
-            return _bedrock_client(self._llm.base_url, **options)
+            return wire_bedrock.client(self._llm.base_url, **options)
         options = {"base_url": self.base_url, "api_key": "test-key", "max_retries": 0, **options}
         if self.name == "anthropic":
             import anthropic
@@ -394,21 +394,6 @@ class FakeLLM(FakeProvider):
     def pending(self) -> dict[str, int]:
         """Replies queued and not yet asked for, per API."""
         return {api.name: len(api._queue) for api in self._apis if api._queue}
-
-
-def _bedrock_client(endpoint: str, **options: Any) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    settings = {
-        "endpoint_url": endpoint,
-        "region_name": "us-east-1",
-        "aws_access_key_id": "test",
-        "aws_secret_access_key": "test",
-        "config": Config(retries={"total_max_attempts": 1}),
-        **options,
-    }
-    return boto3.client("bedrock-runtime", **settings)
 
 
 def _sent(request: Request) -> Sent:

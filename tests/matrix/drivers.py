@@ -211,26 +211,12 @@ def _anthropic_bedrock(fake: FakeProvider) -> Any:
 
 
 def _bedrock(fake: FakeProvider) -> Any:
-    return sdk("boto3").client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=sdk("botocore.config").Config(retries={"total_max_attempts": 1}),
-    )
+    return wire_bedrock.client(fake.base_url)  # imports boto3 when a case uses it, as sdk() does
 
 
 def _aiobotocore(fake: FakeProvider) -> Any:
     """The client's async context manager, entered by the driver's ``open`` (inside the loop)."""
-    return sdk("aiobotocore.session").get_session().create_client(
-        "bedrock-runtime",
-        endpoint_url=fake.base_url,
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=sdk("aiobotocore.config").AioConfig(retries={"total_max_attempts": 1}),
-    )
+    return wire_bedrock.aio_client(fake.base_url)
 
 
 def invoke_stream(c: Any) -> Any:
