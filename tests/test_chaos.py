@@ -148,9 +148,9 @@ def test_injected_faults_are_the_aborted_calls_one_for_one(
 
     client = openai.OpenAI(base_url=f"{faulty.url}/v1", api_key="sk-test-secret", max_retries=0)
     claude = anthropic.Anthropic(base_url=faulty.url, api_key="sk-test-secret", max_retries=0)
-    from otel_toolcalls.testing.scenario import _bedrock_client
+    from otel_toolcalls.testing import bedrock as bedrock_wire
 
-    bedrock = _bedrock_client(faulty.url, aws_secret_access_key="sk-test-secret")
+    bedrock = bedrock_wire.client(faulty.url, aws_secret_access_key="sk-test-secret")
     before = faulty.stats()
     for i in range(8):
         _one_of_each(fake, client, claude, bedrock, i)
