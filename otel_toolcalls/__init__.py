@@ -8,13 +8,16 @@ The telemetry contract (every name emitted) is documented in README.md.
 from ._execution import tool_call_context
 from ._instrumentor import ToolCallsInstrumentor
 from ._linking import IncompleteToolCallError, execute_tool, tool_call_outcome
+from ._propagator import ToolCallsPropagator, install_propagator
 from .version import __version__
 
 __all__ = [
     "IncompleteToolCallError",
     "ToolCallsInstrumentor",
+    "ToolCallsPropagator",
     "__version__",
     "execute_tool",
+    "install_propagator",
     "tool_call_context",
     "tool_call_outcome",
 ]

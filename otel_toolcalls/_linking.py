@@ -19,8 +19,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
+from . import _carried, _spans
 from . import _names as n
-from . import _spans
 from ._core import error_type_of
 from ._registry import CallRecord, call_key
 from ._telemetry import Telemetry, current
@@ -50,13 +50,18 @@ IncompleteToolCallError.__module__ = "otel_toolcalls"
 
 
 def tool_call_outcome(call_id: str) -> str | None:
-    """``"completed"``, ``"aborted"``, or None when the id was never seen or has left the registry."""
-    record = current().registry.get(call_id) if call_id else None
+    """``"completed"``, ``"aborted"``, or None when the id was never seen (here, or by the process
+    that sent the current request, through the ``toolcalls`` propagator) or has left the registry."""
+    record = _lookup(current(), call_id)
     return record.outcome if record is not None else None
 
 
 def _lookup(telemetry: Telemetry, call_id: str | None) -> CallRecord | None:
-    return telemetry.registry.get(call_id) if call_id else None
+    # What this process saw wins over anything carried from another.
+    if not call_id:
+        return None
+    record = telemetry.registry.get(call_id)
+    return record if record is not None else _carried.carried_record(call_id)
 
 
 def _strict(telemetry: Telemetry, strict: bool | None) -> bool:
@@ -134,6 +139,10 @@ class execute_tool:
 
     def __enter__(self) -> Span:
         telemetry = self._telemetry = self._given if self._given is not None else current()
+        if not self.call_id:
+            # A tool service with no id of its own runs the call its request carries.
+            carried = _carried.carried()
+            self.call_id = carried.call_id if carried is not None else self.call_id
         record = _lookup(telemetry, self.call_id)
         self._outcome = record.outcome if record is not None else n.UNKNOWN
         name = (self.name or (record.name if record else None) or "unknown")[: n.MAX_NAME_LENGTH]
@@ -243,6 +252,7 @@ class execute_tool:
             name=self.name or function.__name__,
             strict=self.strict,
             tool_type=self.tool_type,
+            telemetry=self._given,
         )
 
     def __call__(self, function: F) -> F:
