@@ -31,29 +31,29 @@ from ._telemetry import REGISTRY
 _log = logging.getLogger(__name__)
 
 
-def _call_id_in(context: Context | None) -> str | None:
+def _candidates(context: Context | None) -> list[str]:
+    ids: list[str] = []
     # tool_call_context (and a framework adapter) name the call in the running context only.
     if context is None or context is otel_context.get_current():
         call_id = current_tool_call_id()
         if call_id:
-            return call_id
+            ids.append(call_id)
     span = trace.get_current_span(context)
     if span.is_recording() and _spans.is_execution(span):
         call_id = _spans.call_id_of(span)
-        return call_id if isinstance(call_id, str) and call_id else None
-    return None
+        if isinstance(call_id, str) and call_id:
+            ids.append(call_id)
+    return ids
 
 
 def header_for(context: Context | None = None) -> str | None:
     """The ``toolcall`` header value for the call being executed in ``context``, if this process
     saw that call; None everywhere else."""
-    call_id = _call_id_in(context)
-    if call_id is None:
-        return None
-    record = REGISTRY.get(call_id)
-    if record is None or record.span_context is None:
-        return None
-    return _carried.encode(record.outcome, call_id, record.span_context)
+    for call_id in _candidates(context):
+        record = REGISTRY.get(call_id)
+        if record is not None and record.span_context is not None:
+            return _carried.encode(record.outcome, call_id, record.span_context)
+    return None
 
 
 class ToolCallsPropagator(TextMapPropagator):
