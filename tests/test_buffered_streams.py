@@ -3,6 +3,7 @@ wait are flagged; paced chunks are not. Real openai SDK against the fake provide
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import openai
@@ -15,11 +16,15 @@ from otel_toolcalls.testing.openai_chat import WEATHER, Event, events_for, scrip
 EVENTS = events_for([WEATHER])
 
 
-def _run(fake: Any, **script: Any) -> None:
+def _run(fake: Any, *, read_gap: float = 0.0, **script: Any) -> None:
+    """``read_gap``: the consumer waits that long after each chunk, so chunks are read at least that
+    far apart whatever the load (a server's pacing is lost when the consumer stalls: the chunks
+    then wait in the socket and are read at once)."""
     fake.enqueue(script_for(EVENTS, split_characters=False, **script))
     client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
     for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[], stream=True):
-        pass
+        if read_gap:
+            time.sleep(read_gap)
 
 
 def _inference(telemetry: Any) -> Any:
@@ -53,10 +58,11 @@ def test_burst_after_a_long_wait_is_flagged(instrument: Any, telemetry: Any, fak
 
 
 def test_paced_fragments_are_not_flagged(instrument: Any, telemetry: Any, fake: Any) -> None:
-    _run(fake, first_byte_delay=0.3, pace=0.01)
-    # With the wide window too, when the chunks are paced wider than it (7 gaps of 0.2 s > 1 s).
+    # Read 20 ms apart against the default 10 ms window (7 gaps: 140 ms at the least).
+    _run(fake, first_byte_delay=0.3, pace=0.01, read_gap=0.02)
+    # With the wide window too, when the chunks are read wider apart than it (7 gaps of 0.2 s > 1 s).
     instrument(buffered_window_ms=WIDE_MS)
-    _run(fake, first_byte_delay=0.3, pace=0.2)
+    _run(fake, first_byte_delay=0.3, pace=0.01, read_gap=0.2)
     spans = [s for s in telemetry.spans() if s.name.startswith("chat ")]
     assert [s.attributes.get("toolcall.stream.buffered") for s in spans] == [None, None]
     assert _buffered_points(telemetry) == []
@@ -91,7 +97,7 @@ def test_thresholds_by_environment(
     assert _inference(telemetry).attributes["toolcall.stream.buffered"] is True
     # The keyword wins over the variable.
     instrument(buffered_window_ms=1)
-    _run(fake, first_byte_delay=0.1, pace=0.005)
+    _run(fake, first_byte_delay=0.1, pace=0.005, read_gap=0.005)
     second = [s for s in telemetry.spans() if s.name.startswith("chat ")][-1]
     assert "toolcall.stream.buffered" not in second.attributes
 
