@@ -227,3 +227,12 @@ def test_capture_content_on(telemetry, instrument, fake, monkeypatch, via):
 
 def test_settings_default_capture_off():
     assert Settings().capture_content is False
+
+
+def test_a_long_tool_name_is_cut_on_the_execution_span(telemetry, instrument):
+    long_name = "tool_" + "x" * 400
+    with execute_tool("call_long", name=long_name):
+        pass
+    run = executed(telemetry)
+    assert run.name == "execute_tool " + long_name[:256]
+    assert run.attributes[n.GEN_AI_TOOL_NAME] == long_name[:256]
