@@ -87,20 +87,24 @@ def spans(url: str, **query: Any) -> list[dict[str, Any]]:
     return control.get_json(f"{url}/v1/projects/{PROJECT}/spans?{encoded}")["data"]
 
 
-def listening(process_id: int) -> list[str]:
-    """The local addresses (hex, as /proc spells them) of the process's listening TCP sockets."""
+def sockets(process_id: int) -> list[tuple[str, str, str]]:
+    """(table, local address, remote address) of each TCP and UDP socket the process holds."""
     inodes = set()
     for fd in Path(f"/proc/{process_id}/fd").iterdir():
         target = os.readlink(fd)
         if target.startswith("socket:["):
             inodes.add(target[8:-1])
-    addresses = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
+    held = []
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
             fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:
-                addresses.append(fields[1])
-    return addresses
+            if fields[9] in inodes:
+                held.append((f"{table}:{fields[3]}", fields[1].split(":")[0], fields[2].split(":")[0]))
+    return held
+
+
+def _nowhere(address: str) -> bool:
+    return set(address) == {"0"}
 
 
 def test_view_prints_a_url_per_trace_and_phoenix_listens_on_loopback_only(viewer):
@@ -109,9 +113,13 @@ def test_view_prints_a_url_per_trace_and_phoenix_listens_on_loopback_only(viewer
     stored = {span["context"]["trace_id"] for span in spans(viewer["url"], parent_id="null")}
     assert {url.rsplit("/", 1)[1] for url in urls} <= stored
     process_id = json.loads((viewer["state"] / "phoenix.pid").read_text())["pid"]
-    addresses = listening(process_id)
-    assert len(addresses) >= 2, addresses  # HTTP (UI, REST, OTLP/HTTP) and OTLP/gRPC
-    assert all(address.split(":")[0] in LOOPBACK for address in addresses), addresses
+    held = sockets(process_id)
+    listening = [local for table, local, _ in held if table.startswith("tcp") and table.endswith(":0A")]
+    assert len(listening) >= 2, held  # HTTP (UI, REST, OTLP/HTTP) and OTLP/gRPC
+    assert all(local in LOOPBACK for local in listening), held
+    # Nothing else bound or connected off loopback either (no telemetry, no downloads).
+    assert all(local in LOOPBACK or _nowhere(local) for _, local, _ in held), held
+    assert all(remote in LOOPBACK or _nowhere(remote) for _, _, remote in held), held
 
 
 def test_phoenix_shows_llm_and_tool_spans_with_outcomes_and_errors(viewer):
