@@ -15,8 +15,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import urllib.parse
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,17 @@ def test_view_again_reuses_the_viewer_and_view_stop_stops_only_it(viewer):
     assert "stopped the Phoenix viewer" in view("down", viewer["env"])
     assert control.version(viewer["url"]) is None
     assert "no viewer started by `make view` is running" in view("down", viewer["env"])
+
+
+def test_view_leaves_a_port_held_by_something_else_alone(tmp_path):
+    # Bound and listening before view.py runs: no race.
+    with ThreadingHTTPServer(("127.0.0.1", 0), SimpleHTTPRequestHandler) as other:
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        env = {**os.environ, "VIEWER_DIR": str(tmp_path), "VIEWER_PORT": str(other.server_address[1])}
+        done = subprocess.run(
+            [sys.executable, str(VIEW), "up"], env=env, capture_output=True, text=True, timeout=60
+        )
+        other.shutdown()
+    assert done.returncode == 1
+    assert "is taken by something that is not Phoenix" in done.stderr
+    assert not (tmp_path / "phoenix.pid").exists()
