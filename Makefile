@@ -4,7 +4,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck unit wrapt1 lanes versions frameworks bench bench-quick clean promtool
+.PHONY: demo test lint typecheck unit wrapt1 lanes versions frameworks bench bench-quick clean promtool \
+  chromium view view-stop screenshots
 
 # Bytecode is written on first import: uv installs none (pip compiled every file of every package),
 # and with PYTHONDONTWRITEBYTECODE set each test process (the subprocess apps, each lane) compiled
@@ -34,13 +35,42 @@ promtool:
 demo: $(VENV)/.stamp-demo
 	$(PY) examples/demo.py
 
+# The trace viewer: Arize Phoenix (Elastic License 2.0), a development tool in a venv of its own,
+# never a dependency of the package. `make view` starts it on 127.0.0.1:$(VIEWER_PORT) unless one
+# runs there already, sends the demo's traces, prints their URLs and leaves it running; `make
+# view-stop` stops the one it started (.viewer/phoenix.pid). Its database and log are in .viewer/.
+VIEWER_VENV := .venv-viewer
+VIEWER_PORT ?= 6006
+
+$(VIEWER_VENV)/.stamp: tools/viewer/requirements.txt | $(UV)
+	test -x $(VIEWER_VENV)/bin/python || $(UV) venv -q --python $(PYTHON) $(VIEWER_VENV)
+	$(UV) pip install -q --python $(VIEWER_VENV)/bin/python -r $<
+	touch $@
+
+# Debian's chromium, headless, for the screenshots and the viewer test (like promtool below).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "could not install chromium; the viewer test will fail"; }
+
+view: $(VENV)/.stamp-demo $(VIEWER_VENV)/.stamp
+	VIEWER_PORT=$(VIEWER_PORT) $(PY) tools/viewer/view.py up
+
+view-stop:
+	@$(PYTHON) tools/viewer/view.py down
+
+# The README's pictures of the viewer, taken from the real one by headless chromium.
+screenshots: view chromium
+	$(VIEWER_VENV)/bin/python tools/viewer/shots.py png --url http://127.0.0.1:$(VIEWER_PORT) --out docs
+
 lint: $(VENV)/.stamp-test
-	$(VENV)/bin/ruff check otel_toolcalls tests examples benchmarks
+	$(VENV)/bin/ruff check otel_toolcalls tests examples benchmarks tools
 
 typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy otel_toolcalls
 
-unit: $(VENV)/.stamp-test promtool
+unit: $(VENV)/.stamp-test promtool $(VIEWER_VENV)/.stamp chromium
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # The main suite runs alone: some of its tests time paced streams (bedrock's stop 30 ms after the
@@ -98,4 +128,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_VENV) $(CREWAI_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_VENV) $(CREWAI_VENV) $(VIEWER_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache

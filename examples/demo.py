@@ -49,8 +49,7 @@ def get_weather(location: str, **_: Any) -> str:
     return f"14 days of sun in {location}"
 
 
-def run_turn(client: openai.OpenAI, title: str, consume: Callable[[Any], None]) -> None:
-    print(f"\n== {title}")
+def run_turn(client: openai.OpenAI, consume: Callable[[Any], None]) -> None:
     calls: dict[int, dict[str, str]] = {}
     try:
         # Leaving the `with` block closes the stream, whether or not it was read to the end.
@@ -100,9 +99,8 @@ def close_after(n: int) -> Callable[[Any], None]:
     return consume
 
 
-def run_anthropic(client: anthropic.Anthropic, title: str) -> None:
+def run_anthropic(client: anthropic.Anthropic) -> None:
     """The messages.stream() helper; the SDK traces itself, so its span is the inference span."""
-    print(f"\n== {title}")
     with client.messages.stream(
         model=fake_anthropic.MODEL,
         max_tokens=64,
@@ -150,37 +148,51 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
         show(root, 0)
 
 
+def scenarios(fake: FakeProvider) -> list[tuple[str, Callable[[], None]]]:
+    """The demo's turns, each a title and a function that scripts the fake and runs one turn."""
+    client = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="not-needed", max_retries=0)
+    anthropic_client = anthropic.Anthropic(base_url=fake.base_url, api_key="not-needed", max_retries=0)
+
+    def chat(
+        call_id: str, consume: Callable[[Any], None], finish_reason: str = "tool_calls", **script: Any
+    ) -> Callable[[], None]:
+        def run() -> None:
+            call = ToolCall(name="get_weather", id=call_id, arguments=ARGS)
+            fake.enqueue(script_for(events_for([call], finish_reason=finish_reason), **script))
+            run_turn(client, consume)
+
+        return run
+
+    def messages(block_id: str, **script: Any) -> Callable[[], None]:
+        def run() -> None:
+            block = fake_anthropic.ToolUse(name="get_weather", id=block_id, arguments=ARGS)
+            fake.enqueue(fake_anthropic.tool_use_script([block], **script))
+            run_anthropic(anthropic_client)
+
+        return run
+
+    return [
+        ("completed: the call is executed", chat("call_ok", consume_all, pace=0.002)),
+        ("server cut mid-arguments: refused", chat("call_cut", consume_all, cut_after=5)),
+        ("truncated by the token limit: refused", chat("call_len", consume_all, finish_reason="length")),
+        ("client stops reading early: refused", chat("call_closed", close_after(4), pace=0.002)),
+        ("anthropic, completed: the call is executed", messages("toolu_ok", pace=0.002)),
+        (
+            "anthropic, max_tokens cut the last tool block: refused",
+            messages("toolu_max", stop_reason="max_tokens"),
+        ),
+    ]
+
+
 def main() -> int:
     tracer_provider, meter_provider, spans, metrics = providers()
     # Global too: the anthropic SDK traces itself through the global provider.
     trace.set_tracer_provider(tracer_provider)
     ToolCallsInstrumentor().instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
-    weather = ToolCall(name="get_weather", id="call_ok", arguments=ARGS)
     with FakeProvider() as fake:
-        client = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="not-needed", max_retries=0)
-        fake.enqueue(script_for(events_for([weather]), pace=0.002))
-        run_turn(client, "completed: the call is executed", consume_all)
-
-        cut = ToolCall(name="get_weather", id="call_cut", arguments=ARGS)
-        fake.enqueue(script_for(events_for([cut]), cut_after=5))
-        run_turn(client, "server cut mid-arguments: refused", consume_all)
-
-        truncated = ToolCall(name="get_weather", id="call_len", arguments=ARGS)
-        fake.enqueue(script_for(events_for([truncated], finish_reason="length")))
-        run_turn(client, "truncated by the token limit: refused", consume_all)
-
-        closed = ToolCall(name="get_weather", id="call_closed", arguments=ARGS)
-        fake.enqueue(script_for(events_for([closed]), pace=0.002))
-        run_turn(client, "client stops reading early: refused", close_after(4))
-
-        anthropic_client = anthropic.Anthropic(base_url=fake.base_url, api_key="not-needed", max_retries=0)
-        ok = fake_anthropic.ToolUse(name="get_weather", id="toolu_ok", arguments=ARGS)
-        fake.enqueue(fake_anthropic.tool_use_script([ok], pace=0.002))
-        run_anthropic(anthropic_client, "anthropic, completed: the call is executed")
-
-        cut_by_limit = fake_anthropic.ToolUse(name="get_weather", id="toolu_max", arguments=ARGS)
-        fake.enqueue(fake_anthropic.tool_use_script([cut_by_limit], stop_reason="max_tokens"))
-        run_anthropic(anthropic_client, "anthropic, max_tokens cut the last tool block: refused")
+        for title, run in scenarios(fake):
+            print(f"\n== {title}")
+            run()
 
     print("\nTrace tree:")
     print_tree(spans.get_finished_spans())
