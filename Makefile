@@ -42,7 +42,7 @@ demo: $(VENV)/.stamp-demo
 VIEWER_VENV := .venv-viewer
 VIEWER_PORT ?= 6006
 
-$(VIEWER_VENV)/.stamp: tools/viewer/requirements.txt | $(UV)
+$(VIEWER_VENV)/.stamp: examples/viewer/requirements.txt | $(UV)
 	test -x $(VIEWER_VENV)/bin/python || $(UV) venv -q --python $(PYTHON) $(VIEWER_VENV)
 	$(UV) pip install -q --python $(VIEWER_VENV)/bin/python -r $<
 	touch $@
@@ -55,17 +55,17 @@ chromium:
 	  || echo "could not install chromium; the viewer test will fail"; }
 
 view: $(VENV)/.stamp-demo $(VIEWER_VENV)/.stamp
-	VIEWER_PORT=$(VIEWER_PORT) $(PY) tools/viewer/view.py up
+	VIEWER_PORT=$(VIEWER_PORT) $(PY) examples/viewer/view.py up
 
 view-stop:
-	@$(PYTHON) tools/viewer/view.py down
+	@$(PYTHON) examples/viewer/view.py down
 
 # The README's pictures of the viewer, taken from the real one by headless chromium.
 screenshots: view chromium
-	$(VIEWER_VENV)/bin/python tools/viewer/shots.py png --url http://127.0.0.1:$(VIEWER_PORT) --out docs
+	$(VIEWER_VENV)/bin/python examples/viewer/shots.py png --url http://127.0.0.1:$(VIEWER_PORT) --out docs
 
 lint: $(VENV)/.stamp-test
-	$(VENV)/bin/ruff check otel_toolcalls tests examples benchmarks tools
+	$(VENV)/bin/ruff check otel_toolcalls tests examples benchmarks
 
 typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy otel_toolcalls

@@ -1,9 +1,9 @@
 """`make view` end to end: Phoenix started, the demo's traces sent, read back, and seen in Chromium.
 
-tools/viewer/view.py starts the real Phoenix (from .venv-viewer) on free loopback ports with a
+examples/viewer/view.py starts the real Phoenix (from .venv-viewer) on free loopback ports with a
 database of its own, sends the demo's turns over OTLP/HTTP, and waits until Phoenix has stored them.
 The spans are read back through Phoenix's REST API, and the aborted call's page is rendered by
-Debian's headless chromium (tools/viewer/shots.py). Phoenix stores no span links (its REST span
+Debian's headless chromium (examples/viewer/shots.py). Phoenix stores no span links (its REST span
 has no field for them), so the execution is matched to its call by the shared call id and trace.
 """
 
@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from tools.viewer import control
+from examples.viewer import control
 
 ROOT = Path(__file__).resolve().parent.parent
-VIEW = ROOT / "tools" / "viewer" / "view.py"
-SHOTS = ROOT / "tools" / "viewer" / "shots.py"
+VIEW = ROOT / "examples" / "viewer" / "view.py"
+SHOTS = ROOT / "examples" / "viewer" / "shots.py"
 PROJECT = "otel-toolcalls-demo"
 OUTCOMES = {
     "call_ok": ("completed", None),

@@ -1,7 +1,7 @@
 """Starts, finds and stops the local Phoenix trace viewer (`make view`, `make view-stop`, the test).
 
 Standard library only: it runs under the main venv's Python, and starts Phoenix from .venv-viewer
-(tools/viewer/serve.py, loopback only). A viewer it starts is recorded in a pid file; stop() ends
+(examples/viewer/serve.py, loopback only). A viewer it starts is recorded in a pid file; stop() ends
 only that process, never one it did not start.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 VIEWER_PYTHON = ROOT / ".venv-viewer" / "bin" / "python"
-SERVE = ROOT / "tools" / "viewer" / "serve.py"
+SERVE = ROOT / "examples" / "viewer" / "serve.py"
 HOST = "127.0.0.1"
 
 

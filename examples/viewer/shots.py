@@ -23,7 +23,7 @@ from playwright.sync_api import BrowserContext, Page, Route, sync_playwright
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.viewer.control import get_json
+from examples.viewer.control import get_json
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [

@@ -16,7 +16,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools.viewer import control
+from examples.viewer import control
 
 # The viewer's database, log and pid file (VIEWER_DIR: the test's own, apart from `make view`'s).
 STATE = Path(os.environ.get("VIEWER_DIR", control.ROOT / ".viewer"))
@@ -59,7 +59,7 @@ def start(*, port: int, grpc_port: int) -> str:
 
 def up() -> None:
     # Imported here: `down` runs on any Python, without the demo's SDKs.
-    from tools.viewer.send import PROJECT, send
+    from examples.viewer.send import PROJECT, send
 
     port = int(os.environ.get("VIEWER_PORT", "6006"))
     url = start(port=port, grpc_port=int(os.environ.get("VIEWER_GRPC_PORT", str(port + 1))))
