@@ -7,14 +7,16 @@ with a deadline.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ ON = "tracecontext,baggage,toolcalls"
 OFF = "tracecontext,baggage"
 # A hang guard, not a performance bound: the processes are done in seconds.
 DEADLINE_S = 60.0
+AGENT, TOOLS = "remote-agent", "remote-tools"
 
 
 def env(service: str, endpoint: str, propagators: str, **extra: str) -> dict[str, str]:
@@ -74,7 +77,7 @@ class Process:
             self.output.append(line)
             self.lines.put(line)
 
-    def wait_for_line(self, prefix: str) -> str:
+    def wait_for_line(self, prefix: str, *, contains: str = "") -> str:
         deadline = time.monotonic() + DEADLINE_S
         while time.monotonic() < deadline:
             try:
@@ -83,9 +86,9 @@ class Process:
                 if self.popen.poll() is not None and self.lines.empty():
                     break
                 continue
-            if line.startswith(prefix):
+            if line.startswith(prefix) and contains in line:
                 return line[len(prefix) :].strip()
-        raise AssertionError(f"no {prefix!r} line; output:\n{''.join(self.output)}")
+        raise AssertionError(f"no {prefix!r} {contains!r} line; output:\n{''.join(self.output)}")
 
     def stop(self) -> None:
         if self.popen.poll() is None:
@@ -120,9 +123,10 @@ def spans_of(receiver: Receiver, service: str) -> list[Span]:
     return [span for resource, _, span in receiver.spans() if resource.get("service.name") == service]
 
 
-def wait_for_spans(receiver: Receiver, ready: Callable[[], bool]) -> None:
+def wait_for_executions(receiver: Receiver, count: int) -> None:
+    """Until the tool service's ``count`` execution spans have arrived (it keeps running)."""
     deadline = time.monotonic() + DEADLINE_S
-    while not ready():
+    while sum(s.name.startswith("execute_tool ") for s in spans_of(receiver, TOOLS)) < count:
         names = [s.name for _, _, s in receiver.spans()]
         assert time.monotonic() < deadline, f"spans did not arrive: {names}"
         time.sleep(0.05)
@@ -138,3 +142,55 @@ def by_call_id(spans: list[Span], prefix: str) -> dict[str, list[Span]]:
 
 def span_id_hex(span: Span) -> str:
     return span.span_id.hex()
+
+
+class Scenario:
+    """One run of an agent and its tool service: the answers, the ids whose tool body ran, the
+    spans of both sides (services AGENT and TOOLS), the service's output."""
+
+    def __init__(
+        self, results: dict[str, Any], ran: list[str], receiver: Receiver, server_output: str, cut: str
+    ) -> None:
+        self.results = results
+        self.ran = ran
+        self.server_output = server_output
+        self.agent_spans = spans_of(receiver, AGENT)
+        self.server_spans = {span_id_hex(s): s for s in spans_of(receiver, TOOLS)}
+        calls = by_call_id(self.agent_spans, "tool_call ")
+        self.tool_calls = {call_id: span for call_id, (span,) in calls.items()}
+        self.refused = by_call_id(list(self.server_spans.values()), "execute_tool ").get(cut, [])
+
+    def execution(self, label: str) -> Any:
+        """The server's execution span for one request (its id came back in the answer)."""
+        return self.server_spans[self.results[label]["span_id"]]
+
+    @property
+    def requests(self) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.results.items() if k != "provider_headers"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server(executable: str) -> Iterator[str]:
+    """Debian's redis-server on a free 127.0.0.1 port, nothing persisted: its URL while it runs.
+    A port taken between the probe and the bind is tried again."""
+    for _ in range(5):
+        port = free_port()
+        command = [executable, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+        server = Process(command, {"PATH": os.environ.get("PATH", "")})
+        try:
+            server.wait_for_line("", contains="Ready to accept connections")
+        except AssertionError:
+            server.stop()
+            continue
+        try:
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            server.stop()
+        return
+    raise AssertionError("redis-server did not start")

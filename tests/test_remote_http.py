@@ -13,50 +13,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from otlp_receiver import Receiver, attributes, running
+from otlp_receiver import attributes, running
 from remote_apps import agent_calls
 from remote_kit import (
+    AGENT,
     OFF,
     ON,
+    TOOLS,
     Process,
-    by_call_id,
+    Scenario,
     env,
     instrumented,
     ran,
     result_of,
     run,
-    span_id_hex,
-    spans_of,
-    wait_for_spans,
+    wait_for_executions,
 )
 
 FIRST, SECOND, CUT = (call.id for call in agent_calls.CALLS)
 COMPLETED_CALLS = (FIRST, SECOND)
-AGENT, TOOLS = "remote-agent", "remote-tools"
 LINK_TYPE = {"gen_ai.attribution.link_type": "CAUSED_BY_GENERATION"}
-
-
-class Scenario:
-    def __init__(self, results: dict[str, Any], ran: list[str], receiver: Receiver, server_output: str):
-        self.results = results
-        self.ran = ran
-        self.server_output = server_output
-        self.agent_spans = spans_of(receiver, AGENT)
-        self.server_spans = {span_id_hex(s): s for s in spans_of(receiver, TOOLS)}
-        calls = by_call_id(self.agent_spans, "tool_call ")
-        self.tool_calls = {call_id: span for call_id, (span,) in calls.items()}
-        self.refused = by_call_id(list(self.server_spans.values()), "execute_tool ").get(CUT, [])
-
-    def execution(self, label: str) -> Any:
-        """The server's execution span for one request (its id came back in the answer)."""
-        return self.server_spans[self.results[label]["span_id"]]
-
-    @property
-    def requests(self) -> dict[str, dict[str, Any]]:
-        return {k: v for k, v in self.results.items() if k != "provider_headers"}
 
 
 def _scenario(tmp: Path, propagators: str) -> Scenario:
@@ -70,13 +48,10 @@ def _scenario(tmp: Path, propagators: str) -> Scenario:
             agent_env = env(AGENT, receiver.endpoint, propagators, TOOL_SERVICE_URL=f"http://127.0.0.1:{port}")
             results = result_of(run(instrumented("http_agent.py"), agent_env))
             sent = len(results) - 1  # every request but provider_headers made an execution span
-            wait_for_spans(
-                receiver,
-                lambda: sum(s.name.startswith("execute_tool ") for s in spans_of(receiver, TOOLS)) >= sent,
-            )
+            wait_for_executions(receiver, sent)
         finally:
             server.stop()
-        return Scenario(results, ran(ran_log), receiver, "".join(server.output))
+        return Scenario(results, ran(ran_log), receiver, "".join(server.output), CUT)
 
 
 @pytest.fixture(scope="module")

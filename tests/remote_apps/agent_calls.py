@@ -5,6 +5,8 @@ mid-arguments, through the real openai SDK from the package's fake provider; and
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 
 from otel_toolcalls.testing import FakeProvider
@@ -55,6 +57,17 @@ BAD_HEADERS: dict[str, tuple[str, list[str]]] = {
     "invalid_utf8_id": _claims("invalid_utf8_id", well_formed("{id}%FF%FE")),
     "duplicate": ("call_forged_duplicate", [well_formed("call_forged_duplicate")] * 2),
     "folded_duplicate": _claims("folded_duplicate", well_formed("{id}") + ", " + well_formed("{id}")),
+}
+# What a Celery message header can hold beyond one string: a repeated value, a value of another type.
+MESSAGE_BAD_HEADERS: dict[str, tuple[str, Any]] = {
+    "list_of_two": ("call_forged_list_of_two", [well_formed("call_forged_list_of_two")] * 2),
+    "number": ("call_forged_number", 12345),
+    "mapping": ("call_forged_mapping", {"outcome": "completed", "id": "call_forged_mapping"}),
+}
+# The bad headers as message headers: the one-line ones (a mapping holds a name once), and those.
+MESSAGE_HEADERS: dict[str, tuple[str, Any]] = {
+    **{label: (call_id, values[0]) for label, (call_id, values) in BAD_HEADERS.items() if len(values) == 1},
+    **MESSAGE_BAD_HEADERS,
 }
 # The control: the same kind of request with one well-formed header is taken at its word (a sender
 # may claim "completed" for a call the receiver would otherwise call unknown: the trust model).
