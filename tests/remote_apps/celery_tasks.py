@@ -11,6 +11,7 @@ the test reads); it returns what the worker saw: the ``toolcall`` header it rece
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -18,6 +19,8 @@ from celery import Celery, Task
 
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
 
+# The package's debug log shows any exception it kept from the app (the test looks for none).
+logging.getLogger("otel_toolcalls").setLevel(logging.DEBUG)
 app = Celery("remote_tools", broker=os.environ["CELERY_BROKER_URL"], backend=os.environ["CELERY_BROKER_URL"])
 
 

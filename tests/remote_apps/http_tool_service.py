@@ -10,6 +10,7 @@ the ``toolcall`` header values it received, ``tool_call_outcome``, its execution
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 
@@ -45,6 +46,9 @@ app = OpenTelemetryMiddleware(Starlette(routes=[Route("/tools/get_weather", run_
 
 
 def main() -> None:
+    # The package's debug log shows any exception it kept from the app (the test looks for none).
+    logging.basicConfig(format="%(name)s %(levelname)s %(message)s")
+    logging.getLogger("otel_toolcalls").setLevel(logging.DEBUG)
     # Bound and listening before the port is printed: a client's first connection waits in the backlog.
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
