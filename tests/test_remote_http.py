@@ -88,6 +88,16 @@ def test_completed_call_is_linked_across_processes(on: Scenario, call_id: str) -
     assert call_id in on.ran
 
 
+def test_service_without_an_id_of_its_own_runs_the_carried_call(on: Scenario) -> None:
+    answer = on.results["adopted"]
+    assert answer["status"] == 200 and answer["toolcall"][0].startswith("00-completed-")
+    run_span, call_span = on.execution("adopted"), on.tool_calls[SECOND]
+    assert attributes(run_span.attributes)["gen_ai.tool.call.id"] == SECOND
+    assert attributes(run_span.attributes)["toolcall.outcome"] == "completed"
+    (link,) = run_span.links
+    assert link.span_id == call_span.span_id
+
+
 def test_cut_call_is_refused_in_strict_mode_and_its_tool_never_runs(on: Scenario) -> None:
     answer = on.results[CUT]
     assert answer["status"] == 409 and answer["refused"] is True and answer["outcome"] == "aborted"

@@ -19,7 +19,9 @@ from otel_toolcalls import tool_call_context
 from otel_toolcalls.testing import FakeProvider
 
 
-def send(client: httpx.Client, call_id: str, headers: list[tuple[str, str]] | None = None) -> dict[str, Any]:
+def send(
+    client: httpx.Client, call_id: str | None, headers: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
     response = client.post("/tools/get_weather", json={"call_id": call_id}, headers=headers)
     return {"call_id": call_id, "status": response.status_code, **response.json()}
 
@@ -37,6 +39,9 @@ def main() -> None:
             assert call.id is not None
             with tool_call_context(call.id):
                 results[call.id] = send(client, call.id)
+        # A service that takes the id from the request's call, not from the body.
+        with tool_call_context(CALLS[1].id):
+            results["adopted"] = send(client, None)
         # The first call again, outside its context: nothing says which call this is.
         results["outside"] = send(client, CALLS[0].id or "")
         with tool_call_context(NEVER_STREAMED):

@@ -2,9 +2,10 @@
 as its docs show, that runs each call it is sent inside ``execute_tool(call_id)`` in the context the
 middleware extracted. Run as ``opentelemetry-instrument python http_tool_service.py``.
 
-``POST /tools/get_weather`` with ``{"call_id": ...}``. The tool body appends the id (a JSON string) to
-the file named by ``TOOL_RAN_LOG`` (the side effect the test reads); the answer says what the server saw:
-the ``toolcall`` header values it received, ``tool_call_outcome``, its execution span's id.
+``POST /tools/get_weather`` with ``{"call_id": ...}`` (or null). The tool body appends the id (a
+JSON string) to the file named by ``TOOL_RAN_LOG`` (the side effect the test reads); the answer
+says what the server saw: the ``toolcall`` header values it received, ``tool_call_outcome``, its
+execution span's id.
 """
 
 from __future__ import annotations
@@ -24,15 +25,16 @@ from starlette.routing import Route
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
 
 
-def get_weather(call_id: str) -> dict[str, int]:
+def get_weather(call_id: str | None) -> dict[str, int]:
     with open(os.environ["TOOL_RAN_LOG"], "a", encoding="utf-8") as log:
         log.write(json.dumps(call_id) + "\n")  # one line, whatever the id holds
     return {"temperature_c": 21}
 
 
 async def run_tool(request: Request) -> JSONResponse:
-    call_id = (await request.json())["call_id"]
-    seen = {"toolcall": request.headers.getlist("toolcall"), "outcome": tool_call_outcome(call_id)}
+    call_id = (await request.json())["call_id"]  # None: execute_tool takes the carried call's id
+    outcome = tool_call_outcome(call_id) if call_id else None
+    seen = {"toolcall": request.headers.getlist("toolcall"), "outcome": outcome}
     try:
         with execute_tool(call_id, name="get_weather") as span:
             seen["span_id"] = format(span.get_span_context().span_id, "016x")
