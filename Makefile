@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 
 .PHONY: demo test lint typecheck unit wrapt1 lanes versions frameworks bench bench-quick clean promtool \
-  chromium view view-stop screenshots
+  redis-server chromium view view-stop screenshots
 
 # Bytecode is written on first import: uv installs none (pip compiled every file of every package),
 # and with PYTHONDONTWRITEBYTECODE set each test process (the subprocess apps, each lane) compiled
@@ -31,6 +31,13 @@ promtool:
 	  echo "installing Debian's prometheus package for promtool"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
 	  || echo "could not install prometheus; the promtool tests will fail"; }
+
+# The Celery tests' broker (tests/test_remote_celery.py starts one on a free 127.0.0.1 port).
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "installing Debian's redis-server package for the Celery tests"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
+	  || echo "could not install redis-server; the Celery tests will fail"; }
 
 demo: $(VENV)/.stamp-demo
 	$(PY) examples/demo.py
@@ -70,7 +77,7 @@ lint: $(VENV)/.stamp-test
 typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy otel_toolcalls
 
-unit: $(VENV)/.stamp-test promtool $(VIEWER_VENV)/.stamp chromium
+unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # The main suite runs alone: some of its tests time paced streams (bedrock's stop 30 ms after the

@@ -57,3 +57,41 @@ def test_agent_loop_rolls_back_broken_turns_and_runs_only_completed_calls():
         assert link["attributes"] == {"gen_ai.attribution.link_type": "CAUSED_BY_GENERATION"}
     # The loop rolled back: no request carried the aborted calls again.
     assert all("toolcall.replayed_aborted" not in s["attributes"] for s in spans)
+
+
+def test_remote_tools_links_across_processes_and_refuses_the_cut_call():
+    env = {"PATH": "/usr/bin:/bin"}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "remote_tools.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=ROOT,
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    for printed in ("call_1: completed", "call_2: completed"):
+        assert f"{printed} here; service answered 200" in lines
+    assert "call_3: aborted here; service answered 409" in lines  # refused before the tool ran
+    agent, service = _spans(out.stdout), _spans(out.stderr)
+    calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in agent if s["name"].startswith("tool_call ")}
+    assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
+        "call_1": "completed",
+        "call_2": "completed",
+        "call_3": "aborted",
+    }
+    executions = [s for s in service if s["name"].startswith("execute_tool ")]
+    runs = {s["attributes"]["gen_ai.tool.call.id"]: s for s in executions}
+    assert set(runs) == {"call_1", "call_2", "call_3"}
+    assert {s["resource"]["attributes"]["service.name"] for s in service} == {"remote-tools-service"}
+    for call_id in ("call_1", "call_2"):
+        assert runs[call_id]["attributes"]["toolcall.outcome"] == "completed"
+        (link,) = runs[call_id]["links"]
+        context, target = link["context"], calls[call_id]["context"]
+        assert (context["trace_id"], context["span_id"]) == (target["trace_id"], target["span_id"])
+        assert link["attributes"] == {"gen_ai.attribution.link_type": "CAUSED_BY_GENERATION"}
+        assert runs[call_id]["context"]["trace_id"] == calls[call_id]["context"]["trace_id"]
+    refused = runs["call_3"]
+    assert refused["attributes"]["toolcall.outcome"] == "aborted" and not refused["links"]
+    assert refused["attributes"]["error.type"] == "otel_toolcalls.IncompleteToolCallError"
