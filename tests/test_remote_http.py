@@ -2,9 +2,9 @@
 propagator (TELEMETRY.md section 8).
 
 Two real processes under ``opentelemetry-instrument``, both exporting over OTLP to the test's
-receiver: the agent (tests/remote/http_agent.py: the openai SDK streaming from the fake provider,
+receiver: the agent (tests/remote_apps/http_agent.py: the openai SDK streaming from the fake provider,
 httpx with ``opentelemetry-instrumentation-httpx``) and the tool service
-(tests/remote/http_tool_service.py: Starlette under uvicorn in the ASGI instrumentation's
+(tests/remote_apps/http_tool_service.py: Starlette under uvicorn in the ASGI instrumentation's
 middleware, strict mode, ``execute_tool(call_id)`` in the context the middleware extracted). Each
 scenario runs once per propagator setting; the tests read its results, spans and side effects.
 """
