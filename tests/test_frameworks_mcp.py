@@ -137,3 +137,16 @@ async def test_framework_tool_calling_mcp_makes_one_span(instrument: Any, teleme
     (execution,) = _executions(telemetry)
     assert execution.attributes["toolcall.outcome"] == "completed"
     assert len(execution.links) == 1
+
+
+def test_meta_given_by_the_caller_is_kept_where_the_package_injects(telemetry: Any) -> None:
+    from otel_toolcalls._adapters._mcp_meta import with_propagated
+
+    assert with_propagated({"meta": {"k": 1}}) == {"meta": {"k": 1}}  # no span: nothing to inject
+    with telemetry.tracer_provider.get_tracer("t").start_as_current_span("execute_tool x") as span:
+        added = with_propagated({"name": "x"})
+        kept = with_propagated({"meta": {"traceparent": "the caller's", "k": 1}})
+        odd = with_propagated({"meta": "not a mapping"})
+    assert added["meta"]["traceparent"].split("-")[2] == f"{span.get_span_context().span_id:016x}"
+    assert kept["meta"] == {"traceparent": "the caller's", "k": 1}
+    assert odd == {"meta": "not a mapping"}
