@@ -119,7 +119,7 @@ def _link(span: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(lk["context"]["trace_id"], lk["context"]["span_id"], lk["attributes"]) for lk in span["links"]]
 
 
-SERVERS = [("high", "http"), ("low", "stdio"), ("high", "stdio")]
+SERVERS = [("high", "http"), ("low", "stdio"), ("high", "stdio"), ("low", "http")]
 
 
 @pytest.mark.parametrize(("kind", "transport"), SERVERS)

@@ -107,6 +107,30 @@ async def serve_stdio(server: Any) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def http_app(server: Any) -> Any:
+    if KIND == "high" or MAJOR_2:
+        return server.streamable_http_app()
+    # mcp 1.x: a low-level server over streamable HTTP is mounted by hand, as its docs show.
+    import contextlib
+
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    manager = StreamableHTTPSessionManager(app=server)
+
+    class Endpoint:  # an ASGI app, not a function: Starlette would treat that as a request handler
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            await manager.handle_request(scope, receive, send)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        async with manager.run():
+            yield
+
+    return Starlette(routes=[Route("/mcp", endpoint=Endpoint())], lifespan=lifespan)
+
+
 def serve_http(server: Any) -> None:
     import uvicorn
 
@@ -115,7 +139,7 @@ def serve_http(server: Any) -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # connections wait in the backlog until uvicorn accepts them
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    config = uvicorn.Config(http_app(server), log_level="warning", lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
 
 
