@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    # The instrumentor is imported at first use: opentelemetry-instrument loads the `toolcalls`
-    # propagator (this package) while opentelemetry.instrumentation.instrumentor, which the
-    # instrumentor subclasses, is still being imported.
+    # The instrumentor imports opentelemetry.instrumentation, whose import loads the configured
+    # propagators, this package's among them (OTEL_PROPAGATORS=...,toolcalls): importing it on first
+    # use keeps that load from finding this package half imported, whatever is imported first.
     if name == "ToolCallsInstrumentor":
         from ._instrumentor import ToolCallsInstrumentor
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.propagators.textmap import (
@@ -91,6 +91,10 @@ class ToolCallsPropagator(TextMapPropagator):
 def install_propagator() -> None:
     """Add the ``toolcalls`` propagator to the global one (what ``OTEL_PROPAGATORS`` would do);
     once, however often it is called."""
+    # Here, not at the top: importing opentelemetry.propagate loads the configured propagators,
+    # this class among them (OTEL_PROPAGATORS=...,toolcalls), which must be defined by then.
+    from opentelemetry import propagate
+
     textmap = propagate.get_global_textmap()
     if _carried.HEADER in textmap.fields:
         return

@@ -89,7 +89,10 @@ def test_on_this_venv_every_sdk_is_listed_with_its_version_and_seen(runs: Any) -
         (line,) = [line for line in lines if line.split()[:1] == [adapter]]
         _, _, shown, targets, applies = line.split()[:5]
         found, total = targets.split("/")
-        assert (shown, applies, found) == (version, "yes", total), line
+        req = requires(adapter)
+        # Targets of a surface this release does not have (mcp's servers: one per major) are not found.
+        absent = sum(1 for module, _ in req.targets if module in req.absent_modules())
+        assert (shown, applies, int(found)) == (version, "yes", int(total) - absent), line
     for adapter in sorted(set(adapter_names()) - set(_installed())):
         (line,) = [line for line in lines if line.split()[:1] == [adapter]]
         assert line.split()[1:] == [requires(adapter).sdk, "-", "not", "installed"], line

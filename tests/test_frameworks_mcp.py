@@ -50,8 +50,16 @@ def _stream(fake: Any, *, cut_after: int | None = None) -> None:
         assert cut_after is not None
 
 
-def _executions(telemetry: Any) -> list[Any]:
+def _all_executions(telemetry: Any) -> list[Any]:
     return [s for s in telemetry.spans() if s.name.startswith("execute_tool ")]
+
+
+def _executions(telemetry: Any) -> list[Any]:
+    """The client's: the in-memory server's own execution span (the server side of the adapter,
+    here in the same process) is a child of it."""
+    spans = _all_executions(telemetry)
+    ids = {s.context.span_id for s in spans}
+    return [s for s in spans if s.parent is None or s.parent.span_id not in ids]
 
 
 async def test_call_id_from_context_links_the_completed_call(
@@ -68,6 +76,9 @@ async def test_call_id_from_context_links_the_completed_call(
     assert execution.attributes["gen_ai.tool.call.id"] == WEATHER.id
     assert execution.attributes["toolcall.outcome"] == "completed"
     assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    # The server ran the tool in an execution span of its own, inside the client's.
+    (served,) = [s for s in _all_executions(telemetry) if s is not execution]
+    assert served.parent is not None and served.parent.span_id == execution.context.span_id
 
 
 async def test_execution_span_goes_to_the_instrumentors_providers(
@@ -126,3 +137,16 @@ async def test_framework_tool_calling_mcp_makes_one_span(instrument: Any, teleme
     (execution,) = _executions(telemetry)
     assert execution.attributes["toolcall.outcome"] == "completed"
     assert len(execution.links) == 1
+
+
+def test_meta_given_by_the_caller_is_kept_where_the_package_injects(telemetry: Any) -> None:
+    from otel_toolcalls._adapters._mcp_meta import with_propagated
+
+    assert with_propagated({"meta": {"k": 1}}) == {"meta": {"k": 1}}  # no span: nothing to inject
+    with telemetry.tracer_provider.get_tracer("t").start_as_current_span("execute_tool x") as span:
+        added = with_propagated({"name": "x"})
+        kept = with_propagated({"meta": {"traceparent": "the caller's", "k": 1}})
+        odd = with_propagated({"meta": "not a mapping"})
+    assert added["meta"]["traceparent"].split("-")[2] == f"{span.get_span_context().span_id:016x}"
+    assert kept["meta"] == {"traceparent": "the caller's", "k": 1}
+    assert odd == {"meta": "not a mapping"}

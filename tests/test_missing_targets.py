@@ -134,7 +134,9 @@ def test_every_adapter_patches_exactly_its_declared_targets(instrument: Any) -> 
         req = requires(name)
         for module in req.modules:
             importlib.import_module(module)
-        declared[name] = set(req.targets)
+        # A target of a surface this release does not have (mcp's servers: one per major) is not in it.
+        absent = req.absent_modules()
+        declared[name] = {target for target in req.targets if target[0] not in absent}
         assert req.missing() == [], name
     made = _patch_sets(instrument())
     assert made == declared
