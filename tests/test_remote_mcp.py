@@ -1,6 +1,6 @@
 """MCP across processes: the agent streams the model's calls and calls the tool through the mcp
-client (tests/remote/mcp_agent.py); the tool runs on an mcp server in another process
-(tests/remote/mcp_server.py), over streamable HTTP under uvicorn or over stdio. Both are configured
+client (tests/remote_apps/mcp_agent.py); the tool runs on an mcp server in another process
+(tests/remote_apps/mcp_server.py), over streamable HTTP under uvicorn or over stdio. Both are configured
 as a deployment is (``OTEL_PROPAGATORS``, ``OTEL_TOOLCALLS_STRICT``) and write their spans to files
 this test reads. Runs on the mcp of the environment: 2.x here, 1.25 in the ``mcp-floor`` lane.
 """
@@ -25,7 +25,7 @@ pytest.importorskip("uvicorn")
 
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 
-HERE = Path(__file__).parent / "remote"
+HERE = Path(__file__).parent / "remote_apps"
 PROPAGATING = "tracecontext,baggage,toolcalls"
 DEADLINE = 60.0
 MALFORMED = ["garbage", "unknown-outcome", "zero-trace-id", "oversized", "long-id", "number", "list",
