@@ -22,17 +22,21 @@ def _spans(stdout: str) -> list[dict]:
     return spans
 
 
-def test_agent_loop_rolls_back_broken_turns_and_runs_only_completed_calls():
-    env = {"PATH": "/usr/bin:/bin", "OTEL_SERVICE_NAME": "example-test"}
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "agent_loop.py")],
+def _run_example(name: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The example as a user runs it: its own process, a bare environment."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name)],
         capture_output=True,
         text=True,
         timeout=600,
-        env=env,
+        env={"PATH": "/usr/bin:/bin", **env},
         cwd=ROOT,
         check=True,
     )
+
+
+def test_agent_loop_rolls_back_broken_turns_and_runs_only_completed_calls():
+    out = _run_example("agent_loop.py", OTEL_SERVICE_NAME="example-test")
     assert out.stdout.count("turn rolled back") == 2
     assert out.stdout.count("turn completed on attempt 2") == 2
     spans = _spans(out.stdout)
@@ -60,16 +64,7 @@ def test_agent_loop_rolls_back_broken_turns_and_runs_only_completed_calls():
 
 
 def test_remote_tools_links_across_processes_and_refuses_the_cut_call():
-    env = {"PATH": "/usr/bin:/bin"}
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "remote_tools.py")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=ROOT,
-        check=True,
-    )
+    out = _run_example("remote_tools.py")
     lines = out.stdout.splitlines()
     for printed in ("call_1: completed", "call_2: completed"):
         assert f"{printed} here; service answered 200" in lines
