@@ -76,6 +76,21 @@ def _link_to(record: CallRecord | None) -> Link | None:
     return Link(record.span_context, {n.GEN_AI_ATTRIBUTION_LINK_TYPE: n.LINK_TYPE_CAUSED_BY_GENERATION})
 
 
+def _refusal(
+    span: Span, record: CallRecord | None, call_id: str | None, name: str | None, strict: bool
+) -> IncompleteToolCallError | None:
+    """In strict mode, for an aborted call: the span marked refused, and the error to raise before
+    the tool's body runs (the caller ends what it must first)."""
+    if not strict or record is None or record.outcome != n.ABORTED or not call_id:
+        return None
+    try:
+        span.set_attribute(n.ERROR_TYPE, _REFUSED_ERROR_TYPE)
+        span.set_status(Status(StatusCode.ERROR, "refused: the streamed tool call was aborted"))
+    except Exception:
+        _log.debug("otel_toolcalls: could not mark a refused execution", exc_info=True)
+    return IncompleteToolCallError(call_id, name, record.reason)
+
+
 def annotate_execution(
     span: Span, call_id: str | None, *, strict: bool | None = None, telemetry: Telemetry | None = None
 ) -> None:
@@ -84,7 +99,7 @@ def annotate_execution(
     The span is never ended here."""
     telemetry = telemetry if telemetry is not None else current()
     record = _lookup(telemetry, call_id)
-    _spans.annotated(span, call_key(call_id) if call_id else None)
+    _spans.record(span, call_key(call_id) if call_id else None)
     try:
         span.set_attribute(n.TOOLCALL_OUTCOME, record.outcome if record else n.UNKNOWN)
         link = _link_to(record)
@@ -94,14 +109,9 @@ def annotate_execution(
             span.set_attribute(n.TOOLCALL_ABORT_REASON, record.reason)
     except Exception:
         _log.debug("otel_toolcalls: could not annotate an execution span", exc_info=True)
-    if record is not None and record.outcome == n.ABORTED and _strict(telemetry, strict):
-        assert call_id is not None
-        try:
-            span.set_attribute(n.ERROR_TYPE, _REFUSED_ERROR_TYPE)
-            span.set_status(Status(StatusCode.ERROR, "refused: the streamed tool call was aborted"))
-        except Exception:
-            _log.debug("otel_toolcalls: could not mark a refused execution", exc_info=True)
-        raise IncompleteToolCallError(call_id, record.name, record.reason)
+    refusal = _refusal(span, record, call_id, record.name if record else None, _strict(telemetry, strict))
+    if refusal is not None:
+        raise refusal
 
 
 class execute_tool:
@@ -171,13 +181,11 @@ class execute_tool:
             # A span processor that raises in on_start must not keep the tool from running.
             _log.debug("otel_toolcalls: could not start an execution span", exc_info=True)
             span = self._span = trace.INVALID_SPAN
-        if record is not None and record.outcome == n.ABORTED and _strict(telemetry, self.strict):
-            assert self.call_id is not None
-            span.set_attribute(n.ERROR_TYPE, _REFUSED_ERROR_TYPE)
-            span.set_status(Status(StatusCode.ERROR, "refused: the streamed tool call was aborted"))
+        refusal = _refusal(span, record, self.call_id, name, _strict(telemetry, self.strict))
+        if refusal is not None:
             self._finish(_REFUSED_ERROR_TYPE)
-            raise IncompleteToolCallError(self.call_id, name, record.reason)
-        _spans.made(span, call_key(self.call_id) if self.call_id else None)
+            raise refusal
+        _spans.record(span, call_key(self.call_id) if self.call_id else None)
         self._token = otel_context.attach(trace.set_span_in_context(span))
         return span
 

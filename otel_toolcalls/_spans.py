@@ -21,21 +21,12 @@ _EXECUTIONS: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDiction
 _ANNOTATED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def made(span: Span, call_id: str | None) -> None:
-    """An execution span of the package's own (it carries the outcome from the start)."""
+def record(span: Span, call_id: str | None) -> None:
+    """An execution span the package made, or a framework's it added the outcome (and link) to."""
     try:
         _EXECUTIONS[span] = call_id
         _ANNOTATED.add(span)
     except TypeError:  # a span class without weak references: the fallback reads it
-        pass
-
-
-def annotated(span: Span, call_id: str | None) -> None:
-    """A framework's execution span the package added the outcome (and link) to."""
-    try:
-        _EXECUTIONS[span] = call_id
-        _ANNOTATED.add(span)
-    except TypeError:
         pass
 
 
