@@ -178,8 +178,10 @@ LANES = [
     Lane("huggingface-floor", {"huggingface_hub": None}, ["tests/test_huggingface.py"], extra=["aiohttp"],
          matrix=["huggingface", "huggingface_async"]),
     Lane("opentelemetry-floor", {name: None for name in [*OTEL, "wrapt"]},
-         ["tests/test_core.py", "tests/test_openai_chat.py"], extra=["openai"],
-         why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core and one adapter"),
+         ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_propagator.py",
+          "tests/test_propagator_loading.py"], extra=["openai"],
+         why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core, one adapter and "
+             "the propagator"),
 ]
 
 
