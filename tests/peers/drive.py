@@ -63,11 +63,24 @@ PEERS: dict[str, dict[str, str]] = {
     "otel-openai-v2": {"openai": "opentelemetry.instrumentation.openai_v2:OpenAIInstrumentor"},
     "otel-genai-openai": {"openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor"},
     "logfire": {"openai": "logfire", "anthropic": "logfire"},
+    "langfuse": {"openai": "langfuse"},
 }
+
+
+def _langfuse() -> None:
+    from langfuse import Langfuse
+
+    # Its exporter keeps what it would send; the host, never reached, is this machine's discard port.
+    Langfuse(public_key="pk-lf-test", secret_key="sk-lf-test", host="http://127.0.0.1:9",
+             span_exporter=InMemorySpanExporter())  # fmt: skip
+    # The integration: `from langfuse.openai import openai` instead of `import openai`.
+    __import__("langfuse.openai")
 
 
 def _peer(peer: str, sdk: str) -> Callable[[], None]:
     target = PEERS[peer][sdk]
+    if target == "langfuse":
+        return _langfuse
     if target == "logfire":
         return _logfire(sdk)
     module, name = target.split(":")

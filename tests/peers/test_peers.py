@@ -33,7 +33,8 @@ ORDERS = ["ours-first", "peer-first"]
 INFERENCE_OPERATIONS = {"chat", "text_completion", "generate_content"}
 # What differs from one run to the next by itself: timings (Logfire's message carries one), and
 # Logfire's hash of an exception's traceback, whose frames include any wrapper of the SDK's methods.
-VOLATILE = {"duration", "logfire.msg", "gen_ai.response.time_to_first_chunk", "logfire.exception.fingerprint"}
+VOLATILE = {"duration", "logfire.msg", "gen_ai.response.time_to_first_chunk", "logfire.exception.fingerprint",
+            "langfuse.observation.completion_start_time"}  # fmt: skip
 
 
 @functools.cache
@@ -55,6 +56,8 @@ def _inference(span: dict[str, Any]) -> bool:
     attributes = span["attributes"]
     if attributes.get("openinference.span.kind") == "LLM":
         return True
+    if attributes.get("langfuse.observation.type") == "generation":
+        return True
     return span["kind"] == "CLIENT" and attributes.get("gen_ai.operation.name") in INFERENCE_OPERATIONS
 
 
@@ -65,6 +68,10 @@ def _tool_calls(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _requests(sdk: str, mode: str) -> dict[str, dict[str, Any]]:
     return dict(run(mode)["requests"][sdk])
 
+
+# Peers whose inference span is never current where the SDK runs (Langfuse starts its generation
+# without making it current): the package cannot know of it, and makes its own beside it.
+UNSEEN = {"langfuse"}
 
 combinations = pytest.mark.parametrize(("sdk", "order"), [(s, o) for s in SDKS for o in ORDERS])
 
@@ -77,8 +84,13 @@ def test_one_inference_span_and_the_tool_calls_under_it(sdk: str, order: str) ->
         inference = [s for s in spans if _inference(s)]
         theirs = [s for s in alone[name]["spans"] if _inference(s)]
         # The peer's (and an SDK's own) as without the package; the package's only where none is.
-        assert len(inference) == max(1, len(theirs)), (name, [s["name"] for s in inference])
-        assert [s for s in inference if _ours(s)] == ([] if theirs else inference[:1]), name
+        ours = [s for s in inference if _ours(s)]
+        if PEER in UNSEEN:
+            assert len(ours) == 1 and len(inference) == len(theirs) + 1, (name, [s["name"] for s in spans])
+            inference = ours
+        else:
+            assert len(inference) == max(1, len(theirs)), (name, [s["name"] for s in inference])
+            assert ours == ([] if theirs else inference[:1]), name
         # Under the innermost (OpenInference's messages.stream span and the SDK's own are both roots).
         innermost = {s["id"] for s in inference if not any(o["parent"] == s["id"] for o in inference)}
         calls = _tool_calls(spans)

@@ -145,6 +145,7 @@ PEER_LANES = [
          extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2"),
     Lane("peer-otel-genai-openai", {"opentelemetry-instrumentation-genai-openai": "1.3b0"}, PEER_TESTS,
          extra=["openai"], peer="otel-genai-openai"),
+    Lane("peer-langfuse", {"langfuse": "5.2.0"}, PEER_TESTS, extra=["openai"], peer="langfuse"),
 ]  # fmt: skip
 
 LANES = [
