@@ -63,14 +63,17 @@ def foreign_inference_span(ctx: otel_context.Context) -> Any:
 
 def suppressed_span(ctx: otel_context.Context) -> Any:
     """Under instrumentation suppressed (in the current context), the current span of ``ctx`` when
-    it stands in for a span someone else records: not recording itself, of a sampled trace. Logfire
+    it stands in for a span someone else records: not recording itself, local (not a propagated
+    parent), of a sampled trace. Logfire
     hands out such spans while it suppresses other instrumentation of the SDK's call (the anthropic
     SDK's own span, there), sharing its own recording span's context."""
     if is_instrumentation_enabled():
         return None
     span = trace.get_current_span(ctx)
     span_context = span.get_span_context()
-    if span.is_recording() or not span_context.is_valid or not span_context.trace_flags.sampled:
+    if span.is_recording() or not span_context.is_valid or span_context.is_remote:
+        return None
+    if not span_context.trace_flags.sampled:
         return None
     return span
 
