@@ -64,9 +64,9 @@ def foreign_inference_span(ctx: otel_context.Context) -> Any:
 def suppressed_span(ctx: otel_context.Context) -> Any:
     """Under instrumentation suppressed (in the current context), the current span of ``ctx`` when
     it stands in for a span someone else records: not recording itself, local (not a propagated
-    parent), of a sampled trace. Logfire
-    hands out such spans while it suppresses other instrumentation of the SDK's call (the anthropic
-    SDK's own span, there), sharing its own recording span's context."""
+    parent), of a sampled trace. Logfire hands out such spans while it suppresses other
+    instrumentation of the SDK's call (the anthropic SDK's own span, there), sharing the context
+    of its own recording span."""
     if is_instrumentation_enabled():
         return None
     span = trace.get_current_span(ctx)

@@ -168,11 +168,11 @@ class StainlessSDK:
             return
         parent = otel_context.get_current()
         span = foreign_inference_span(parent) or suppressed_span(parent)
-        route = self._route(getattr(stream, "_options", None)) if span is not None else None
+        options = getattr(stream, "_options", None)
+        route = self._route(options) if span is not None else None
         if route is None:
             return
-        client, options = getattr(stream, "_client", None), getattr(stream, "_options", None)
-        request = self._new_request(client, options, route, parent=parent)
+        request = self._new_request(getattr(stream, "_client", None), options, route, parent=parent)
         request.foreign, request.start_ns = span, started_ns(span) or request.start_ns
         stash(response, request)
 

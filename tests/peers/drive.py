@@ -34,6 +34,7 @@ READER = InMemoryMetricReader()
 CALLS = [call("get_weather", {"city": "Zürich"}), call("get_time", {"tz": "Europe/Zurich"})]
 PROMPT = [{"role": "user", "content": "Weather and time in Zürich?"}]
 OPENAI_MODEL, ANTHROPIC_MODEL = "gpt-4o-mini", "claude-sonnet-4-6"
+BEDROCK_MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
 
 
 def _logfire(sdk: str) -> Callable[[], None]:
@@ -55,10 +56,12 @@ PEERS: dict[str, dict[str, str]] = {
     "openinference": {
         "openai": "openinference.instrumentation.openai:OpenAIInstrumentor",
         "anthropic": "openinference.instrumentation.anthropic:AnthropicInstrumentor",
+        "bedrock": "openinference.instrumentation.bedrock:BedrockInstrumentor",
     },
     "openllmetry": {
         "openai": "opentelemetry.instrumentation.openai:OpenAIInstrumentor",
         "anthropic": "opentelemetry.instrumentation.anthropic:AnthropicInstrumentor",
+        "bedrock": "opentelemetry.instrumentation.bedrock:BedrockInstrumentor",
     },
     "otel-openai-v2": {"openai": "opentelemetry.instrumentation.openai_v2:OpenAIInstrumentor"},
     "otel-genai-openai": {"openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor"},
@@ -138,6 +141,9 @@ def _raised(exc: BaseException) -> dict[str, Any]:
 def _create(sdk: str, client: Any) -> Any:
     if sdk == "openai":
         return client.chat.completions.create(model=OPENAI_MODEL, messages=PROMPT, stream=True)
+    if sdk == "bedrock":
+        messages = [{"role": "user", "content": [{"text": PROMPT[0]["content"]}]}]
+        return client.converse_stream(modelId=BEDROCK_MODEL, messages=messages)["stream"]
     return client.messages.create(model=ANTHROPIC_MODEL, max_tokens=256, messages=PROMPT, stream=True)
 
 
@@ -255,10 +261,16 @@ def mode_of() -> str:
     return sys.argv[2]
 
 
+# boto3 has no async client and ConverseStream no streaming helper.
+BEDROCK_REQUESTS = ("sync-cut", "sync-fails")
+
+
 def requests(llm: FakeLLM, sdk: str) -> dict[str, Any]:
-    api = llm.openai if sdk == "openai" else llm.anthropic
+    api = getattr(llm, sdk)
     results = {}
     for name, (run, reply) in REQUESTS.items():
+        if sdk == "bedrock" and name not in BEDROCK_REQUESTS:
+            continue
         if reply is not None:
             api.reply(tool_calls=CALLS, fault=None if reply == "whole" else reply)
         client = api.make_client(asynchronous=name.startswith("async"))

@@ -69,9 +69,13 @@ def _requests(sdk: str, mode: str) -> dict[str, dict[str, Any]]:
     return dict(run(mode)["requests"][sdk])
 
 
-# Peers whose inference span is never current where the SDK runs (Langfuse starts its generation
-# without making it current): the package cannot know of it, and makes its own beside it.
-UNSEEN = {"langfuse"}
+# (peer, sdk) whose inference span is never current where the SDK runs (Langfuse's generation,
+# OpenLLMetry's ConverseStream span: started, never made current): the package cannot know of it,
+# and makes its own beside it.
+UNSEEN = {("langfuse", "openai"), ("openllmetry", "bedrock")}
+# (peer, sdk, request) where the peer's span, current at the request, is never ended (OpenInference's
+# for a ConverseStream call that fails): the package adopted it, and none is exported, as without it.
+NEVER_ENDED = {("openinference", "bedrock", "sync-fails")}
 
 combinations = pytest.mark.parametrize(("sdk", "order"), [(s, o) for s in SDKS for o in ORDERS])
 
@@ -85,9 +89,11 @@ def test_one_inference_span_and_the_tool_calls_under_it(sdk: str, order: str) ->
         theirs = [s for s in alone[name]["spans"] if _inference(s)]
         # The peer's (and an SDK's own) as without the package; the package's only where none is.
         ours = [s for s in inference if _ours(s)]
-        if PEER in UNSEEN:
+        if (PEER, sdk) in UNSEEN:
             assert len(ours) == 1 and len(inference) == len(theirs) + 1, (name, [s["name"] for s in spans])
             inference = ours
+        elif (PEER, sdk, name) in NEVER_ENDED:
+            assert inference == theirs == [], name
         else:
             assert len(inference) == max(1, len(theirs)), (name, [s["name"] for s in inference])
             assert ours == ([] if theirs else inference[:1]), name

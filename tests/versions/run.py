@@ -134,12 +134,14 @@ PEER_TESTS = ["tests/peers/test_peers.py"]
 SDKS = ["openai", "anthropic"]
 PEER_LANES = [
     Lane("peer-openinference", {"openinference-instrumentation-openai": "0.1.66",
-                                "openinference-instrumentation-anthropic": "3.1.0"},
-         PEER_TESTS, extra=SDKS, peer="openinference"),
+                                "openinference-instrumentation-anthropic": "3.1.0",
+                                "openinference-instrumentation-bedrock": "0.1.61"},
+         PEER_TESTS, extra=[*SDKS, "boto3"], peer="openinference"),
     Lane("peer-logfire", {"logfire": "5.4.0"}, PEER_TESTS, extra=SDKS, peer="logfire"),
     Lane("peer-openllmetry", {"opentelemetry-instrumentation-openai": "0.62.4",
-                              "opentelemetry-instrumentation-anthropic": "0.62.4"},
-         PEER_TESTS, extra=SDKS, peer="openllmetry"),
+                              "opentelemetry-instrumentation-anthropic": "0.62.4",
+                              "opentelemetry-instrumentation-bedrock": "0.62.4"},
+         PEER_TESTS, extra=[*SDKS, "boto3"], peer="openllmetry"),
     # openai-v2 imports httpx (openai 3 uses httpx2) and util-genai 0.x's instruments module.
     Lane("peer-otel-openai-v2", {"opentelemetry-instrumentation-openai-v2": "2.4b0"}, PEER_TESTS,
          extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2"),
