@@ -31,8 +31,9 @@ pytestmark = pytest.mark.skipif(PEER not in drive.PEERS, reason="runs in a peer 
 SDKS = sorted(drive.PEERS.get(PEER, {}))
 ORDERS = ["ours-first", "peer-first"]
 INFERENCE_OPERATIONS = {"chat", "text_completion", "generate_content"}
-# What differs from one run to the next by itself: timings (Logfire's message carries one), and
-# Logfire's hash of an exception's traceback, whose frames include any wrapper of the SDK's methods.
+# What differs from one run to the next by itself: timings (Logfire's message and the SDK's own span
+# carry some), and Logfire's hash of an exception's traceback, whose frames include any wrapper of
+# the SDK's methods.
 VOLATILE = {"duration", "logfire.msg", "gen_ai.response.time_to_first_chunk", "logfire.exception.fingerprint",
             "langfuse.observation.completion_start_time"}  # fmt: skip
 
