@@ -16,17 +16,16 @@ import functools
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
 
-from . import _names as n
 from . import _replay
 from ._core import RequestInfo, StreamState
+from ._foreign_spans import foreign_inference_span
 from ._internal import guarded
 from ._stream import Process, bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
 from ._telemetry import Telemetry
@@ -40,6 +39,7 @@ __all__ = [
     "kept",
     "model_of",
     "stash",
+    "stashed",
     "traced_elsewhere",
     "watch",
 ]
@@ -62,6 +62,12 @@ class Request:
     # What the adapter needs again at the stream (the route of a Stainless request).
     detail: Any = None
     state: StreamState | None = None
+    # Someone else's inference span for this request, known while it records (when the request is
+    # made): adopted even if it ends before the stream is read (Logfire's ends with the SDK's call).
+    foreign: Any = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.foreign = foreign_inference_span(self.parent)
 
     def stream(self) -> StreamState:
         """The request's ``StreamState``, made at the first need."""
@@ -69,11 +75,10 @@ class Request:
 
     def new_state(self, sdk_span: Callable[[], Any] | None = None) -> StreamState:
         """A ``StreamState`` for a stream of this request. The inference span adopted, if any: the
-        current one when it is already this request's (another instrumentation), else the SDK's
-        own (``sdk_span``)."""
-        adopted = foreign_inference_span(self.parent)
-        if adopted is None and sdk_span is not None:
-            adopted = sdk_span()
+        SDK's own (``sdk_span``), the innermost, else someone else's (``foreign``)."""
+        adopted = sdk_span() if sdk_span is not None else None
+        if adopted is None:
+            adopted = self.foreign
         host, port = self.server
         info = RequestInfo(
             provider=self.provider,
@@ -115,14 +120,11 @@ class Request:
 
     def failed_before_stream(self, exc: BaseException) -> None:
         """The request raised before any stream existed (refused, throttled, unreachable): the
-        inference span still records it, unless someone else's span does."""
+        inference span still records it (someone else's, adopted, gets the outcome), and the
+        metrics, unless the SDK traces its requests itself."""
         if self.state is not None:
             return
-        if (
-            not self.telemetry.settings.inference_spans
-            or self.sdk_traces
-            or foreign_inference_span(self.parent) is not None
-        ):
+        if not self.telemetry.settings.inference_spans or self.sdk_traces:
             span = trace.get_current_span(self.parent)
             _replay.record(self.telemetry, self.replayed, span, self.provider, self.model)
             return
@@ -206,6 +208,13 @@ def stash(key: object, request: Request) -> None:
         _STASHED[key] = request
 
 
+def stashed(key: object) -> bool:
+    try:
+        return key is not None and key in _STASHED
+    except TypeError:  # not weakly referenceable: never stashed
+        return False
+
+
 def current(key: object = None) -> Request | None:
     """The request in flight, or the one stashed on ``key``."""
     found = CURRENT.get()
@@ -263,32 +272,3 @@ def _abandon(ref: weakref.ref[StreamState], _owner: Any = None) -> None:
     state = ref()
     if state is not None:
         state.abandoned()
-
-
-# OpenLLMetry's convention, shared by its framework instrumentations (LangChain, LlamaIndex...): the
-# one that made the LLM span for a request sets this context value while the provider SDK's call
-# runs, so that the provider's instrumentation adds no second span. A context value, not a span's
-# attribute: it reads the same under any tracer provider.
-LLM_SPAN_IS_CURRENT = "suppress_language_model_instrumentation"
-
-
-def foreign_inference_span(ctx: otel_context.Context) -> Any:
-    """The current span when it is already this request's inference span, made by someone else.
-
-    Known by the context (``LLM_SPAN_IS_CURRENT``: any span class), else by the span's kind and
-    ``gen_ai.operation.name`` where its class shows them (the SDK's ``ReadableSpan``); the
-    OpenTelemetry API has no reader for either, so a span of another tracer provider that shows
-    neither is not someone else's inference span for the package."""
-    span = trace.get_current_span(ctx)
-    if not span.is_recording():
-        return None
-    if otel_context.get_value(LLM_SPAN_IS_CURRENT, ctx):
-        return span
-    kind = getattr(span, "kind", None)
-    attributes = getattr(span, "attributes", None)
-    if not isinstance(attributes, Mapping):
-        _log.debug("otel_toolcalls: %r shows no attributes; not taken as an inference span", type(span))
-        return None
-    if kind == SpanKind.CLIENT and attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS:
-        return span
-    return None

@@ -31,6 +31,8 @@ def _pinned_by_lanes(lane: ModuleType) -> dict[str, list[str]]:
     """distribution -> the versions the lanes pin it to (a floor lane: pyproject's floor)."""
     pinned: dict[str, list[str]] = {}
     for each in lane.LANES:
+        if each.peer:
+            continue  # another instrumentation beside the package, not an SDK it supports (README)
         for spec in lane.requirements(each, lane.FLOORS)[: len(each.pins)]:
             name, version = spec.split("==")
             pinned.setdefault(name.split("[", 1)[0].lower(), []).append(version)

@@ -8,6 +8,12 @@ Choke points, and why:
 - ``SyncAPIClient.request`` / ``AsyncAPIClient.request``: the moment the request is made and the
   context it is made in; the stream may be built later (raw responses) or lazily (anthropic).
 - ``close`` of each stream class and helper stream: ``closed`` needs a close the package saw.
+- ``Stream.__init__`` / ``AsyncStream.__init__``: where a peer (Logfire) replaced the client's
+  ``request`` with one that calls the SDK's unpatched method, the stream is built inside the
+  peer's inference span, which ends before the stream is read: the request is taken from there.
+- Someone else's inference span suppressing instrumentation for the SDK's call (Logfire's
+  ``suppress_other_instrumentation``) does not keep the tool-call spans out from under it: the
+  package adds no span the peer made (no inference span, no HTTP span), only its children.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .. import _replay
+from .._foreign_spans import foreign_inference_span, started_ns, suppressed_span
 from .._internal import report
-from .._request import Request, current, stash
+from .._request import Request, current, stash, stashed
 from .._stream import Process, close_seen
 from .._telemetry import Telemetry
 from ._patches import Patches
@@ -68,7 +76,8 @@ class StainlessSDK:
     def targets(self) -> tuple[tuple[str, str], ...]:
         # Every (module, "Class.method") instrument() wraps: the adapters' REQUIRES.
         streaming, base = f"{self.module}._streaming", f"{self.module}._base_client"
-        own = [(streaming, f"{c}.{m}") for m in ("__stream__", "close") for c in ("Stream", "AsyncStream")]
+        methods = ("__init__", "__stream__", "close")
+        own = [(streaming, f"{c}.{m}") for m in methods for c in ("Stream", "AsyncStream")]
         own += [(base, "SyncAPIClient.request"), (base, "AsyncAPIClient.request")]
         return (*own, *((module, attr) for module, attr, _ in self.helper_closes))
 
@@ -81,6 +90,7 @@ class StainlessSDK:
         self._telemetry = telemetry
         streaming, base = f"{self.module}._streaming", f"{self.module}._base_client"
         for cls in ("Stream", "AsyncStream"):
+            self._patches.wrap(streaming, f"{cls}.__init__", self._init_wrapper)
             self._patches.wrap(streaming, f"{cls}.__stream__", self._stream_wrapper)
             self._patches.wrap(streaming, f"{cls}.close", _close_wrapper("response"))
         self._patches.wrap(base, "SyncAPIClient.request", self._request_wrapper)
@@ -108,7 +118,7 @@ class StainlessSDK:
         return result
 
     def _begin_guarded(self, instance: Any, args: Any, kwargs: Any) -> Request | None:
-        if not is_instrumentation_enabled():
+        if not _enabled():
             return None
         try:
             return self._begin(instance, args, kwargs)
@@ -144,9 +154,31 @@ class StainlessSDK:
 
     # -- the stream: where the request meets its iterator --------------------------------------------
 
+    def _init_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
+        wrapped(*args, **kwargs)
+        guarded(self._built, instance)
+
+    def _built(self, stream: Any) -> None:
+        """A stream built with no request of this adapter's in flight: under someone else's
+        inference span (or a suppressed stand-in sharing its context), the request is the one made
+        here (the span and its context end before the stream is read, where the package sees the
+        stream next), from the span's start."""
+        response = getattr(stream, "response", None)
+        if current() is not None or response is None or stashed(response):
+            return
+        parent = otel_context.get_current()
+        span = foreign_inference_span(parent) or suppressed_span(parent)
+        options = getattr(stream, "_options", None)
+        route = self._route(options) if span is not None else None
+        if route is None:
+            return
+        request = self._new_request(getattr(stream, "_client", None), options, route, parent=parent)
+        request.foreign, request.start_ns = span, started_ns(span) or request.start_ns
+        stash(response, request)
+
     def _stream_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         iterator = wrapped(*args, **kwargs)
-        if not is_instrumentation_enabled():
+        if not _enabled():
             return iterator
         try:
             return self._attach(instance, iterator)
@@ -186,6 +218,11 @@ class StainlessSDK:
             if route.matches(path):
                 return route
         return None
+
+
+def _enabled() -> bool:
+    """Instrumentation is not suppressed, or suppressed under someone else's inference span."""
+    return is_instrumentation_enabled() or foreign_inference_span(otel_context.get_current()) is not None
 
 
 def _model(options: Any) -> str | None:

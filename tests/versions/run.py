@@ -55,6 +55,8 @@ class Lane:
     # The outcome matrix's drivers (tests/test_outcomes_matrix.py) this SDK version runs: the
     # outcome tests moved there from the adapter test files.
     matrix: Sequence[str] = ()
+    # A peer lane (tests/peers): the peer instrumentation installed here, named for its tests.
+    peer: str = ""
     requirements: list[str] = field(default_factory=list, compare=False)
 
 
@@ -126,6 +128,28 @@ WRAPT1 = ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_anthrop
           "tests/test_litellm.py", "tests/test_execute_tool.py", "tests/test_missing_targets.py",
           "tests/test_returned_objects.py"]
 
+# The peer lanes: another instrumentation of the same SDKs beside the package (tests/peers), at the
+# versions the README's "Installed beside" table names; the SDKs the newest, as in the main venv.
+PEER_TESTS = ["tests/peers/test_peers.py"]
+SDKS = ["openai", "anthropic"]
+PEER_LANES = [
+    Lane("peer-openinference", {"openinference-instrumentation-openai": "0.1.66",
+                                "openinference-instrumentation-anthropic": "3.1.0",
+                                "openinference-instrumentation-bedrock": "0.1.61"},
+         PEER_TESTS, extra=[*SDKS, "boto3"], peer="openinference"),
+    Lane("peer-logfire", {"logfire": "5.4.0"}, PEER_TESTS, extra=SDKS, peer="logfire"),
+    Lane("peer-openllmetry", {"opentelemetry-instrumentation-openai": "0.62.4",
+                              "opentelemetry-instrumentation-anthropic": "0.62.4",
+                              "opentelemetry-instrumentation-bedrock": "0.62.4"},
+         PEER_TESTS, extra=[*SDKS, "boto3"], peer="openllmetry"),
+    # openai-v2 imports httpx (openai 3 uses httpx2) and util-genai 0.x's instruments module.
+    Lane("peer-otel-openai-v2", {"opentelemetry-instrumentation-openai-v2": "2.4b0"}, PEER_TESTS,
+         extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2"),
+    Lane("peer-otel-genai-openai", {"opentelemetry-instrumentation-genai-openai": "1.3b0"}, PEER_TESTS,
+         extra=["openai"], peer="otel-genai-openai"),
+    Lane("peer-langfuse", {"langfuse": "5.2.0"}, PEER_TESTS, extra=["openai"], peer="langfuse"),
+]  # fmt: skip
+
 LANES = [
     # First: the longest lane, so the two-at-a-time pool does not end on it alone.
     Lane("wrapt-1", {"wrapt": "1.17.3"}, WRAPT1, extra=PYPROJECT["project"]["optional-dependencies"]["test"],
@@ -182,6 +206,7 @@ LANES = [
           "tests/test_propagator_loading.py"], extra=["openai"],
          why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core, one adapter and "
              "the propagator"),
+    *PEER_LANES,
 ]
 
 
@@ -281,6 +306,8 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
     tests = [*lane.tests, *(["tests/test_outcomes_matrix.py"] if lane.matrix else [])]
     if lane.matrix:
         env["OTEL_TOOLCALLS_MATRIX"] = ",".join(lane.matrix)
+    if lane.peer:
+        env["OTEL_TOOLCALLS_PEER"] = lane.peer
     cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
     ok = _run(cmd, log, env) == 0
     tail = log.read_text().strip().splitlines()[-1:] or [""]

@@ -1,0 +1,294 @@
+"""One process of the coexistence tests: a peer instrumentation of the same SDK, this package, or
+both in one order, then the same requests against the fake provider, printed as JSON.
+
+    python tests/peers/drive.py PEER MODE
+
+MODE: ``peer`` (the peer alone), ``ours`` (the package alone), ``ours-first`` / ``peer-first``
+(both, in that instrumentation order). The SDK module is imported only after both instrumented,
+as ``opentelemetry-instrument`` does (a peer that imports it itself does so when it instruments).
+Every SDK the peer instruments is instrumented and driven in the one process.
+Each request runs alone (spans collected per request): sync and async, a stream whose second tool
+call is cut mid-arguments, the SDK's streaming helper, a request that fails before any stream.
+What the SDK handed the caller (chunks, events, the exception's type) is printed too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcalls.testing.kit import FakeLLM, call, cut_mid_arguments
+
+EXPORTER = InMemorySpanExporter()
+READER = InMemoryMetricReader()
+CALLS = [call("get_weather", {"city": "Zürich"}), call("get_time", {"tz": "Europe/Zurich"})]
+PROMPT = [{"role": "user", "content": "Weather and time in Zürich?"}]
+OPENAI_MODEL, ANTHROPIC_MODEL = "gpt-4o-mini", "claude-sonnet-4-6"
+BEDROCK_MODEL = "anthropic.claude-3-haiku-20240307-v1:0"
+
+
+def _logfire(sdk: str) -> Callable[[], None]:
+    import logfire
+
+    return logfire.instrument_openai if sdk == "openai" else logfire.instrument_anthropic
+
+
+def _instrumentor(module: str, name: str) -> Callable[[], None]:
+    def instrument() -> None:
+        __import__(module)
+        getattr(sys.modules[module], name)().instrument(tracer_provider=trace.get_tracer_provider())
+
+    return instrument
+
+
+# peer -> sdk -> its instrumentor (module:class), as each peer's documentation sets it up.
+PEERS: dict[str, dict[str, str]] = {
+    "openinference": {
+        "openai": "openinference.instrumentation.openai:OpenAIInstrumentor",
+        "anthropic": "openinference.instrumentation.anthropic:AnthropicInstrumentor",
+        "bedrock": "openinference.instrumentation.bedrock:BedrockInstrumentor",
+    },
+    "openllmetry": {
+        "openai": "opentelemetry.instrumentation.openai:OpenAIInstrumentor",
+        "anthropic": "opentelemetry.instrumentation.anthropic:AnthropicInstrumentor",
+        "bedrock": "opentelemetry.instrumentation.bedrock:BedrockInstrumentor",
+    },
+    "otel-openai-v2": {"openai": "opentelemetry.instrumentation.openai_v2:OpenAIInstrumentor"},
+    "otel-genai-openai": {"openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor"},
+    "logfire": {"openai": "logfire", "anthropic": "logfire"},
+    "langfuse": {"openai": "langfuse"},
+}
+
+
+def _langfuse() -> None:
+    from langfuse import Langfuse
+
+    # Its exporter keeps what it would send; the host, never reached, is this machine's discard port.
+    Langfuse(public_key="pk-lf-test", secret_key="sk-lf-test", host="http://127.0.0.1:9",
+             span_exporter=InMemorySpanExporter())  # fmt: skip
+    # The integration: `from langfuse.openai import openai` instead of `import openai`.
+    __import__("langfuse.openai")
+
+
+def _peer(peer: str, sdk: str) -> Callable[[], None]:
+    target = PEERS[peer][sdk]
+    if target == "langfuse":
+        return _langfuse
+    if target == "logfire":
+        return _logfire(sdk)
+    module, name = target.split(":")
+    return _instrumentor(module, name)
+
+
+def _ours() -> None:
+    from otel_toolcalls import ToolCallsInstrumentor
+
+    # The buffered-stream check reads the clock (a first chunk late, the rest at once): under load any
+    # run can trip it, which would differ between runs for no reason of the peer's.
+    ToolCallsInstrumentor().instrument(
+        meter_provider=MeterProvider(metric_readers=[READER]), buffered_min_ttfc_ms=float(10**9)
+    )
+
+
+def set_up(peer: str, mode: str) -> None:
+    if peer == "logfire" and mode != "ours":
+        import logfire
+
+        # Nothing leaves the process: no Logfire backend, no console; its spans go to EXPORTER.
+        logfire.configure(
+            send_to_logfire=False,
+            console=False,
+            additional_span_processors=[SimpleSpanProcessor(EXPORTER)],
+            metrics=False,
+            inspect_arguments=False,
+        )
+    else:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+        trace.set_tracer_provider(provider)
+
+    def theirs() -> None:
+        for sdk in PEERS[peer]:
+            _peer(peer, sdk)()
+
+    steps = {"peer": [theirs], "ours": [_ours], "ours-first": [_ours, theirs], "peer-first": [theirs, _ours]}
+    for step in steps[mode]:
+        step()
+
+
+# -- the requests: each returns what the SDK handed the caller -------------------------------------
+
+
+def _dump(item: Any) -> Any:
+    dump = getattr(item, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if dump is not None else repr(item)
+
+
+def _raised(exc: BaseException) -> dict[str, Any]:
+    return {"raised": type(exc).__name__, "status": getattr(exc, "status_code", None)}
+
+
+def _create(sdk: str, client: Any) -> Any:
+    if sdk == "openai":
+        return client.chat.completions.create(model=OPENAI_MODEL, messages=PROMPT, stream=True)
+    if sdk == "bedrock":
+        messages = [{"role": "user", "content": [{"text": PROMPT[0]["content"]}]}]
+        return client.converse_stream(modelId=BEDROCK_MODEL, messages=messages)["stream"]
+    return client.messages.create(model=ANTHROPIC_MODEL, max_tokens=256, messages=PROMPT, stream=True)
+
+
+def _helper(sdk: str, client: Any) -> Any:
+    if sdk == "openai":
+        return client.chat.completions.stream(model=OPENAI_MODEL, messages=PROMPT)
+    return client.messages.stream(model=ANTHROPIC_MODEL, max_tokens=256, messages=PROMPT)
+
+
+def sync_stream(sdk: str, client: Any) -> Any:
+    seen: list[Any] = []
+    try:
+        for chunk in _create(sdk, client):
+            seen.append(_dump(chunk))
+    except Exception as exc:
+        seen.append(_raised(exc))
+    return seen
+
+
+async def async_stream(sdk: str, client: Any) -> Any:
+    seen: list[Any] = []
+    try:
+        async for chunk in await _create(sdk, client):
+            seen.append(_dump(chunk))
+    except Exception as exc:
+        seen.append(_raised(exc))
+    return seen
+
+
+def sync_helper(sdk: str, client: Any) -> Any:
+    with _helper(sdk, client) as stream:
+        seen = [event.type for event in stream]
+        final = stream.get_final_completion() if sdk == "openai" else stream.get_final_message()
+    return [*seen, _dump(final)]
+
+
+async def async_helper(sdk: str, client: Any) -> Any:
+    async with _helper(sdk, client) as stream:
+        seen = [event.type async for event in stream]
+        final = await (stream.get_final_completion() if sdk == "openai" else stream.get_final_message())
+    return [*seen, _dump(final)]
+
+
+def sync_fails(sdk: str, client: Any) -> Any:
+    try:
+        _create(sdk, client)
+    except Exception as exc:
+        return _raised(exc)
+    return "no error"
+
+
+async def async_fails(sdk: str, client: Any) -> Any:
+    try:
+        await _create(sdk, client)
+    except Exception as exc:
+        return _raised(exc)
+    return "no error"
+
+
+# name -> (request, its reply: a fault, or None for none queued: the fake answers 500)
+REQUESTS: dict[str, tuple[Callable[..., Any], Any]] = {
+    "sync-cut": (sync_stream, cut_mid_arguments(call=1, after=2)),
+    "async-cut": (async_stream, cut_mid_arguments(call=1, after=2)),
+    "sync-helper": (sync_helper, "whole"),
+    "async-helper": (async_helper, "whole"),
+    "sync-fails": (sync_fails, None),
+    "async-fails": (async_fails, None),
+}
+
+
+# -- what was recorded ------------------------------------------------------------------------------
+
+
+# The fake's port, different in each process: written as PORT wherever an attribute carries it.
+PORT: list[str] = []
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if PORT and isinstance(value, str):
+        return value.replace(f":{PORT[0]}", ":PORT")
+    return "PORT" if PORT and value == int(PORT[0]) else value
+
+
+def span_record(span: Any) -> dict[str, Any]:
+    return {
+        "name": span.name,
+        "kind": span.kind.name,
+        "scope": span.instrumentation_scope.name if span.instrumentation_scope else None,
+        "id": span.context.span_id,
+        "parent": span.parent.span_id if span.parent is not None else None,
+        "status": span.status.status_code.name,
+        "attributes": {k: _value(v) for k, v in (span.attributes or {}).items()},
+    }
+
+
+def metrics() -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    if mode_of() == "peer":
+        return out  # the package's reader was never registered
+    data = READER.get_metrics_data()
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    attributes = {k: _value(v) for k, v in (point.attributes or {}).items()}
+                    key = json.dumps(attributes, sort_keys=True, default=str)
+                    value = getattr(point, "count", None)
+                    out.setdefault(metric.name, {})[key] = value if value is not None else point.value
+    return out
+
+
+def mode_of() -> str:
+    return sys.argv[2]
+
+
+# boto3 has no async client and ConverseStream no streaming helper.
+BEDROCK_REQUESTS = ("sync-cut", "sync-fails")
+
+
+def requests(llm: FakeLLM, sdk: str) -> dict[str, Any]:
+    api = getattr(llm, sdk)
+    results = {}
+    for name, (run, reply) in REQUESTS.items():
+        if sdk == "bedrock" and name not in BEDROCK_REQUESTS:
+            continue
+        if reply is not None:
+            api.reply(tool_calls=CALLS, fault=None if reply == "whole" else reply)
+        client = api.make_client(asynchronous=name.startswith("async"))
+        EXPORTER.clear()
+        seen = asyncio.run(run(sdk, client)) if name.startswith("async") else run(sdk, client)
+        results[name] = {"sdk": seen, "spans": [span_record(s) for s in EXPORTER.get_finished_spans()]}
+    return results
+
+
+def main(peer: str, mode: str) -> None:
+    set_up(peer, mode)
+    llm = FakeLLM().start()
+    PORT.append(str(llm.port))
+    by_sdk = {sdk: requests(llm, sdk) for sdk in PEERS[peer]}
+    llm.stop()
+    # Metrics by SDK: the provider name tells them apart.
+    print(json.dumps({"requests": by_sdk, "metrics": metrics()}))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

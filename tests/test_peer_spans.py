@@ -1,0 +1,114 @@
+"""Peers' inference spans, as each shows itself (docs/TELEMETRY.md section 6), in the main venv:
+the real peers run in the peer lanes (tests/peers); here spans of the test's tracer provider take
+their shape, around the real openai SDK streaming from the fake provider.
+
+- OpenInference's LLM span: INTERNAL, ``openinference.span.kind`` ``LLM``;
+- Logfire's request span: CLIENT ``chat``, ended when the SDK's call returns, before the stream is
+  read, and suppressing other instrumentation meanwhile;
+- a span that is neither: the package's own inference span goes under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import openai
+import pytest
+from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.trace import SpanKind
+
+from otel_toolcalls import _names as n
+from otel_toolcalls.testing.openai_chat import PARALLEL, request, tool_call_script
+
+
+def _client(fake: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+
+
+def _request_wrapped(telemetry: Any, monkeypatch: pytest.MonkeyPatch, span_for: Any) -> None:
+    """The client's ``request`` wrapped as a peer wraps it: its span current (and, with ``span_for``
+    returning a suppressing manager, instrumentation suppressed) for the SDK's call only."""
+    original = openai.OpenAI.request
+
+    def request_in_span(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with span_for(telemetry.tracer_provider.get_tracer("peer")):
+            return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(openai.OpenAI, "request", request_in_span)
+
+
+@contextmanager
+def _openinference(tracer: Any) -> Iterator[None]:
+    with tracer.start_as_current_span("ChatCompletion", attributes={"openinference.span.kind": "LLM"}):
+        yield
+
+
+@contextmanager
+def _logfire(tracer: Any) -> Iterator[None]:
+    attributes = {n.GEN_AI_OPERATION_NAME: "chat"}
+    span = tracer.start_as_current_span("Chat Completion", kind=SpanKind.CLIENT, attributes=attributes)
+    with span, suppress_instrumentation():
+        yield
+
+
+@contextmanager
+def _other(tracer: Any) -> Iterator[None]:
+    with tracer.start_as_current_span("a step of the caller's", kind=SpanKind.CLIENT):
+        yield
+
+
+def _read(fake: Any) -> None:
+    fake.enqueue(tool_call_script(PARALLEL))
+    for _ in _client(fake).chat.completions.create(**request()):
+        pass
+
+
+@pytest.mark.parametrize("peer", [_openinference, _logfire], ids=["openinference", "logfire"])
+def test_the_peers_span_is_the_inference_span(
+    peer: Any, instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _request_wrapped(telemetry, monkeypatch, peer)
+    _read(fake)
+    (theirs,) = [s for s in telemetry.spans() if s.instrumentation_scope.name == "peer"]
+    assert [s.name for s in telemetry.spans() if s.instrumentation_scope.name == "otel_toolcalls"] == [
+        "tool_call get_weather",
+        "tool_call get_time",
+    ]
+    assert all(s.parent.span_id == theirs.context.span_id for s in telemetry.tool_spans())
+    assert [s.attributes[n.TOOLCALL_OUTCOME] for s in telemetry.tool_spans()] == [n.COMPLETED] * 2
+    assert telemetry.points(n.METRIC_INFERENCE_DURATION)  # the package's metrics as without the peer
+
+
+def test_a_span_that_is_not_one_gets_the_packages_under_it(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _request_wrapped(telemetry, monkeypatch, _other)
+    _read(fake)
+    theirs = telemetry.one("a step")
+    ours = telemetry.one("chat ")
+    assert ours.parent.span_id == theirs.context.span_id
+    assert all(s.parent.span_id == ours.context.span_id for s in telemetry.tool_spans())
+
+
+def test_a_request_failing_under_a_peers_span_records_the_packages_metrics(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _request_wrapped(telemetry, monkeypatch, _openinference)
+    with pytest.raises(openai.InternalServerError):
+        _client(fake).chat.completions.create(**request())
+    assert [s.name for s in telemetry.spans()] == ["ChatCompletion"]
+    assert telemetry.one("ChatCompletion").attributes[n.TOOLCALL_ABORT_REASON] == n.STREAM_ERROR
+    (point,) = telemetry.points(n.METRIC_INFERENCE_DURATION)
+    assert point.attributes[n.ERROR_TYPE] == "openai.InternalServerError"
+
+
+def test_suppressed_with_no_peers_span_the_package_stands_aside(
+    instrument: Any, telemetry: Any, fake: Any
+) -> None:
+    fake.enqueue(tool_call_script(PARALLEL))
+    with suppress_instrumentation():
+        chunks = list(_client(fake).chat.completions.create(**request()))
+    assert chunks
+    assert telemetry.spans() == []
