@@ -156,23 +156,24 @@ class StainlessSDK:
 
     def _init_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
         wrapped(*args, **kwargs)
-        guarded(self._built, instance)
+        guarded(self._built, kwargs)
 
-    def _built(self, stream: Any) -> None:
+    def _built(self, kwargs: dict[str, Any]) -> None:
         """A stream built with no request of this adapter's in flight: under someone else's
         inference span (or a suppressed stand-in sharing its context), the request is the one made
         here (the span and its context end before the stream is read, where the package sees the
-        stream next), from the span's start."""
-        response = getattr(stream, "response", None)
+        stream next), from the span's start. What it reads are the stream's keyword-only
+        arguments (``response``, ``client``, ``options``), never the stream's private state."""
+        response = kwargs.get("response")
         if current() is not None or response is None or stashed(response):
             return
         parent = otel_context.get_current()
         span = foreign_inference_span(parent) or suppressed_span(parent)
-        options = getattr(stream, "_options", None)
+        options = kwargs.get("options")
         route = self._route(options) if span is not None else None
         if route is None:
             return
-        request = self._new_request(getattr(stream, "_client", None), options, route, parent=parent)
+        request = self._new_request(kwargs.get("client"), options, route, parent=parent)
         request.foreign, request.start_ns = span, started_ns(span) or request.start_ns
         stash(response, request)
 
