@@ -107,8 +107,9 @@ def _sdk_row(name: str) -> dict[str, Any]:
         "unseen": False,
     }
     if version is not None:
+        row["targets"] = len(requires.current())
         row["absent"] = absent = requires.absent_modules()
-        row["absent_targets"] = sum(1 for module, _ in requires.targets if module in absent)
+        row["absent_targets"] = sum(1 for module, _ in requires.current() if module in absent)
         row["import_errors"] = _import_errors(tuple(m for m in requires.modules if m not in row["absent"]))
         row["missing"] = requires.missing()
     return row

@@ -9,12 +9,20 @@ On LiteLLM, a stream stopped by the token limit inside the arguments gives an ev
 arguments raises litellm's ``MidStreamFallbackError`` to the caller and runs nothing. A Gemini call
 without an id gets one from ADK (``adk-…``); the package never saw that id in the stream, so its
 execution is ``unknown`` (cannot be linked nor refused).
+
+Observed on google-adk 1.x (1.20.0, 1.39.1): a stream cut inside the arguments raises ADK's own
+``json.JSONDecodeError`` (it parses the partial arguments) instead, and leaves the stream, whose
+call is then ``incomplete``; on 1.20.0 a stream stopped by
+the token limit gives no ``MAX_TOKENS`` event (the package's outcomes are the same on every release).
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
+import google.adk
 import pytest
 from framework_spans import PARTIAL, WHOLE, Body, completed_turn, cut_turn, executions, truncated_turn
 from google.adk.agents import LlmAgent
@@ -26,12 +34,19 @@ from google.adk.telemetry import tracing
 from google.genai import types
 from litellm.exceptions import MidStreamFallbackError
 from opentelemetry.trace import StatusCode
+from packaging.version import Version
 
 from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls.testing import gemini as g
 
 body = Body()
 ADK_SCOPE = "gcp.vertex.agent"
+ADK = Version(google.adk.__version__)
+# What ADK itself does with a broken stream (the module docstring): by release.
+CUT_STREAM_RAISES, CUT_STREAM_REASON = (
+    (MidStreamFallbackError, "stream_error") if ADK >= Version("2") else (json.JSONDecodeError, "incomplete")
+)
+MAX_TOKENS_EVENT = ADK >= Version("1.39.1")
 
 
 def get_weather(location: str) -> str:
@@ -40,15 +55,25 @@ def get_weather(location: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _clear(monkeypatch: Any) -> None:
+def _clear(monkeypatch: Any, fake: Any) -> None:
     body.calls.clear()
     monkeypatch.setenv("GOOGLE_API_KEY", "fake-key")
+    # Before its Gemini model took a base_url (google-adk 1.x), google-genai reads it from here.
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.base_url)
+
+
+def _trace_adk(telemetry: Any, monkeypatch: Any) -> None:
+    """ADK's own spans go to the test's provider (ADK's tracer reads the global one); in 1.x its
+    modules hold the tracer under their own names too."""
+    adk_tracer = tracing.tracer
+    for name, module in list(sys.modules.items()):
+        if name.startswith("google.adk") and getattr(module, "tracer", None) is adk_tracer:
+            monkeypatch.setattr(module, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
 
 
 @pytest.fixture
 def adk_traced(telemetry: Any, monkeypatch: Any) -> None:
-    """ADK's own spans go to the test's provider (ADK's tracer reads the global one)."""
-    monkeypatch.setattr(tracing, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
+    _trace_adk(telemetry, monkeypatch)
 
 
 def _gemini_turn(call_id: str | None, finish_reason: str = "STOP") -> list[Any]:
@@ -58,6 +83,8 @@ def _gemini_turn(call_id: str | None, finish_reason: str = "STOP") -> list[Any]:
 
 
 def _gemini(fake: Any) -> Any:
+    if "base_url" not in Gemini.model_fields:
+        return Gemini(model="gemini-2.5-flash")  # the base URL from the environment (_clear)
     return Gemini(model="gemini-2.5-flash", base_url=fake.base_url)
 
 
@@ -138,7 +165,7 @@ async def test_gemini_truncated_call_runs_unlinked(
 ) -> None:
     fake.enqueue(*_gemini_turn("fc_1", finish_reason="MAX_TOKENS"))
     events = await _run(_gemini(fake))
-    assert any(event.error_code == "MAX_TOKENS" for event in events)
+    assert any(event.error_code == "MAX_TOKENS" for event in events) is MAX_TOKENS_EVENT
     (execution,) = executions(telemetry)
     assert body.calls == [("Zürich", execution.context.span_id)]  # ADK ran it all the same
     assert execution.attributes["toolcall.outcome"] == "aborted"
@@ -151,7 +178,7 @@ async def test_strict_refuses_the_truncated_call_inside_adk_span(
     instrument: Any, telemetry: Any, fake: Any, monkeypatch: Any, traced: bool
 ) -> None:
     if traced:
-        monkeypatch.setattr(tracing, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
+        _trace_adk(telemetry, monkeypatch)
     instrument(strict=True)
     fake.enqueue(*_gemini_turn("fc_1", finish_reason="MAX_TOKENS"))
     with pytest.raises(IncompleteToolCallError) as raised:
@@ -174,7 +201,7 @@ async def test_litellm_truncated_stream_is_an_error_event_and_runs_nothing(
     instrument(strict=strict)
     fake.enqueue(*truncated_turn())
     events = await _run(_lite(fake))
-    assert any(event.error_code == "MAX_TOKENS" for event in events)
+    assert any(event.error_code == "MAX_TOKENS" for event in events) is MAX_TOKENS_EVENT
     assert body.calls == [] and executions(telemetry) == []
     assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
 
@@ -183,8 +210,8 @@ async def test_litellm_cut_stream_raises_and_runs_nothing(
     instrument: Any, telemetry: Any, fake: Any, adk_traced: None
 ) -> None:
     fake.enqueue(*cut_turn())
-    with pytest.raises(MidStreamFallbackError):
+    with pytest.raises(CUT_STREAM_RAISES):
         await _run(_lite(fake))
     assert body.calls == [] and executions(telemetry) == []
-    assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
+    assert telemetry.calls_by_outcome() == {("aborted", CUT_STREAM_REASON): 1}
     assert PARTIAL.id == telemetry.one("tool_call get_weather").attributes["gen_ai.tool.call.id"]
