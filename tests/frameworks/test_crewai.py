@@ -55,7 +55,7 @@ def _kickoff(fake: Any, **agent: Any) -> Any:
 
 
 def _executors() -> dict[str, Any]:
-    """The executors this release has: the newest's one, or (1.10 to 1.15.28) the experimental
+    """The executors this release has: the newest's one, or (1.10.1 to 1.15.28) the experimental
     AgentExecutor beside CrewAgentExecutor, either of which an agent's ``executor_class`` picks."""
     found: dict[str, Any] = {}
     for module, name in (
@@ -73,7 +73,7 @@ def _executors() -> dict[str, Any]:
 
 
 EXECUTORS = _executors()
-# The default before 1.14: its retry of a task keeps the refused call in the history.
+# The default before 1.14.5: its retry of a task keeps the refused call in the history.
 CREW_AGENT_EXECUTOR_DEFAULT = Agent.model_fields["executor_class"].default.__name__ == "CrewAgentExecutor"
 
 
