@@ -38,7 +38,7 @@ SECRETS = {
 LEAKS = ("HEADERSECRET", "URLPASSWORD", "QUERYSECRET", "FRAGSECRET", "acme", "Bearer")
 
 # adapter -> the target a release renamed: the main venv's groq, or each framework of this venv.
-VICTIMS = {a: requires(a).targets[0] for a in FRAMEWORKS_HERE} or {
+VICTIMS = {a: requires(a).current()[0] for a in FRAMEWORKS_HERE} or {
     "groq": ("groq._streaming", "Stream.close")
 }
 BROKEN = """
@@ -150,6 +150,14 @@ def test_every_sdk_has_a_tested_range() -> None:
 def test_the_tested_range(version: str | None, in_range: bool | None, note: str) -> None:
     result = _doctor._range("openai", version)
     assert result[0] is in_range and result[1].startswith(note)
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS_HERE)
+def test_every_framework_lane_release_is_in_the_tested_range(name: str) -> None:
+    # Each framework lane (its newest, previous design, floor) runs a release _support states.
+    row = _doctor._sdk_row(name)
+    assert row["in_tested_range"] is True and row["range"].startswith("tested"), row
+    assert row["missing"] == [] and row["import_errors"] == []
 
 
 @pytest.mark.parametrize("name", FRAMEWORKS_HERE or ["mcp"])
