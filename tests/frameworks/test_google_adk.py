@@ -44,9 +44,9 @@ ADK_SCOPE = "gcp.vertex.agent"
 ADK = Version(google.adk.__version__)
 # What ADK itself does with a broken stream (the module docstring): by release.
 CUT_STREAM_RAISES, CUT_STREAM_REASON = (
-    (MidStreamFallbackError, "stream_error") if ADK >= Version("2") else (json.JSONDecodeError, "incomplete")
+    (MidStreamFallbackError, "stream_error") if Version("2") <= ADK else (json.JSONDecodeError, "incomplete")
 )
-MAX_TOKENS_EVENT = ADK >= Version("1.39.1")
+MAX_TOKENS_EVENT = Version("1.39.1") <= ADK
 
 
 def get_weather(location: str) -> str:
