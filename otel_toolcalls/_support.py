@@ -36,8 +36,8 @@ TESTED: dict[str, tuple[str, str]] = {
     "mcp": ("1.25.0", "2.3.0"),
     # The frameworks' lanes (tests/frameworks/requirements*.txt pin them). Why each oldest is there:
     # LlamaIndex: 0.14.9 is the first of the last twelve months; 0.13.0, where the
-    #   workflow agents' call_tool step took its present form, is covered too. Lanes 0.13.0,
-    #   0.13.6 (the last 0.13), 0.14.25.
+    #   workflow agents' call_tool step took its present form, is covered too. Lanes 0.13.0 and
+    #   0.14.25 (the step is the same in both).
     "llama-index-core": ("0.13.0", "0.14.25"),
     # Strands: 1.19.0, the first of the last twelve months. Its tool span and run moved from
     #   Tracer.start_tool_call_span / ToolExecutor._stream to the executor's _start_tool_telemetry /
