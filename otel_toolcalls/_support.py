@@ -27,10 +27,15 @@ TESTED: dict[str, tuple[str, str]] = {
     "litellm": ("1.108.0", "1.110.2"),
     "ollama": ("0.4.0", "0.6.3"),
     "huggingface_hub": ("0.30.0", "2.4.0"),
+    # LangGraph's floor is older than twelve months (1.0.4 was the newest on 2025-12-01).
     "langgraph": ("0.3.1", "1.2.24"),
     "langchain-openai": ("0.3.0", "1.7.4"),
     # The langchain adapter patches langchain-core: the langgraph floor lane resolves it to 0.3.86.
     "langchain-core": ("0.3.86", "1.8.3"),
+    # pydantic-ai and the OpenAI Agents SDK: younger than twelve months (1.25.1 / 0.6.1 were the
+    # newest on 2025-12-01), at the release where what the adapter hooks began: ToolManager.
+    # _raw_execute (1.78; annotating the instrumented agent's span from 1.86.1) and
+    # _invoke_function_tool_with_metadata (0.19); tests/versions/run.py's floors say the same.
     "pydantic-ai-slim": ("1.86.1", "2.68.0"),
     "openai-agents": ("0.19.0", "0.24.0"),
     "mcp": ("1.25.0", "2.3.0"),
