@@ -101,7 +101,7 @@ def _refusal(call_id: Any, refused: IncompleteToolCallError, results: list[Any] 
         results.append(result)
     try:
         return ToolResultEvent(result, exception=refused)
-    except TypeError:  # before it kept the exception (1.2x)
+    except TypeError:  # a release whose result keeps no exception (1.19)
         return ToolResultEvent(result)
 
 
@@ -137,7 +137,7 @@ def _result_error(event: Any) -> BaseException | str | None:
     exception = getattr(event, "exception", None)
     if isinstance(exception, BaseException):
         return exception
-    # Before Strands kept the exception on the result (1.2x), the error result says only that.
+    # A release whose result keeps no exception (1.19): the error result says only that it failed.
     result = getattr(event, "tool_result", None)
     return "tool_error" if isinstance(result, dict) and result.get("status") == "error" else None
 
