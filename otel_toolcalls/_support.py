@@ -50,7 +50,8 @@ TESTED: dict[str, tuple[str, str]] = {
     "strands-agents": ("1.19.0", "1.62.0"),
     # Google ADK: 1.20.0, the first of the last twelve months (1.x and 2.x). Its tool call moved
     #   from functions.__call_tool_async (to 2.8) to _tool_caller (2.9) and tools._caller (2.10).
-    #   Lanes 1.20.0, 1.39.1 (the last 1.x), 2.13.0; 2.0 to 2.9 are not run.
+    #   Lanes 1.20.0, 1.39.1 (the last 1.x), 2.9.2 (beside CrewAI 1.15.28), 2.13.0; 2.0 to 2.8,
+    #   on 1.x's design, are not run.
     "google-adk": ("1.20.0", "2.13.0"),
     # The autogen adapter patches autogen-core (autogen-agentchat's AssistantAgent runs on it). No
     #   release in the last twelve months (0.7.5 is of September 2025): its oldest is 0.6.2, the
