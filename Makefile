@@ -93,26 +93,37 @@ lanes: $(VENV)/.stamp-test
 # their own, rebuilt when their requirements change. There run their tests, and the lane-aware
 # ones (tests/lanes.py) for the frameworks installed there: their apps under opentelemetry-instrument,
 # their declared targets, doctor. CrewAI (with its vector stores and its own opentelemetry and
-# pydantic pins) gets one apart from the rest.
+# pydantic pins) gets venvs apart from the rest. Each at its newest, at the last release of its
+# previous tool-execution design (-previous) and at the oldest the adapter covers (-floor).
 FW_VENV := .venv-frameworks
 CREWAI_VENV := .venv-crewai
+FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
+  $(CREWAI_VENV)-floor
 FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks \
   tests/test_import_order.py tests/test_missing_targets.py tests/test_doctor.py
 
-# uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv.
-$(FW_VENV)/.stamp: tests/frameworks/requirements.txt pyproject.toml $(VENV)/.stamp-test
-	test -x $(FW_VENV)/bin/python || $(UV) venv -q --python $(PYTHON) $(FW_VENV)
-	$(UV) pip install -q --python $(FW_VENV)/bin/python -r $<
-	touch $@
+# uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. $(1): the venv, $(2): its
+# requirements file.
+define FW_VENV_RULE
+$(1)/.stamp: $(2) pyproject.toml $(VENV)/.stamp-test
+	test -x $(1)/bin/python || $(UV) venv -q --python $(PYTHON) $(1)
+	$(UV) pip install -q --python $(1)/bin/python -r $(2)
+	touch $$@
+endef
+$(eval $(call FW_VENV_RULE,$(FW_VENV),tests/frameworks/requirements.txt))
+$(eval $(call FW_VENV_RULE,$(FW_VENV)-previous,tests/frameworks/requirements-previous.txt))
+$(eval $(call FW_VENV_RULE,$(FW_VENV)-floor,tests/frameworks/requirements-floor.txt))
+$(eval $(call FW_VENV_RULE,$(CREWAI_VENV),tests/frameworks/requirements-crewai.txt))
+$(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-previous,tests/frameworks/requirements-crewai-previous.txt))
+$(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-floor,tests/frameworks/requirements-crewai-floor.txt))
 
-$(CREWAI_VENV)/.stamp: tests/frameworks/requirements-crewai.txt pyproject.toml $(VENV)/.stamp-test
-	test -x $(CREWAI_VENV)/bin/python || $(UV) venv -q --python $(PYTHON) $(CREWAI_VENV)
-	$(UV) pip install -q --python $(CREWAI_VENV)/bin/python -r $<
-	touch $@
-
-frameworks: $(FW_VENV)/.stamp $(CREWAI_VENV)/.stamp
+frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	$(FW_VENV)/bin/python $(FW_PYTEST)
+	$(FW_VENV)-previous/bin/python $(FW_PYTEST)
+	$(FW_VENV)-floor/bin/python $(FW_PYTEST)
 	$(CREWAI_VENV)/bin/python $(FW_PYTEST)
+	$(CREWAI_VENV)-previous/bin/python $(FW_PYTEST)
+	$(CREWAI_VENV)-floor/bin/python $(FW_PYTEST)
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x, in a
 # venv of its own (the version lane "wrapt-1"), so they run beside the rest.
@@ -135,4 +146,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_VENV) $(CREWAI_VENV) $(VIEWER_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache

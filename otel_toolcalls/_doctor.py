@@ -107,9 +107,13 @@ def _sdk_row(name: str) -> dict[str, Any]:
         "unseen": False,
     }
     if version is not None:
+        # The installed release's design: the other designs' modules are not in this release.
+        targets = requires.current()
+        row["targets"] = len(targets)
         row["absent"] = absent = requires.absent_modules()
-        row["absent_targets"] = sum(1 for module, _ in requires.targets if module in absent)
-        row["import_errors"] = _import_errors(tuple(m for m in requires.modules if m not in row["absent"]))
+        row["absent_targets"] = sum(1 for module, _ in targets if module in absent)
+        modules = dict.fromkeys(module for module, _ in targets if module not in absent)
+        row["import_errors"] = _import_errors(tuple(modules))
         row["missing"] = requires.missing()
     return row
 

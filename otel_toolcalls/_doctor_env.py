@@ -46,6 +46,8 @@ def _meter(provider: Any) -> dict[str, Any]:
         return {"real": False, "type": _type_name(provider), "note": "set to the no-op provider"}
     report: dict[str, Any] = {"real": True, "type": _type_name(provider)}
     readers = getattr(provider, "_metric_readers", None)
+    if readers is None:  # opentelemetry-sdk before 1.4x keeps them in its configuration only
+        readers = getattr(getattr(provider, "_sdk_config", None), "metric_readers", None)
     if isinstance(readers, (list, tuple)):
         report["metric_readers"] = [_type_name(r) for r in readers]
     return report

@@ -2,8 +2,11 @@
 
 The oldest is the floor pyproject.toml declares, run by the version lane (tests/versions/run.py,
 ``make versions``); the newest is what the main suite ran on when this table was last written.
-The agent frameworks that run in venvs of their own (``make frameworks``) are tested at the one
-version their requirements file pins: oldest and newest are that version.
+The agent frameworks that run in venvs of their own (``make frameworks``) are tested at the versions
+their lanes pin (tests/frameworks/requirements*.txt): the newest, the last release of the previous
+tool-execution design where the adapter hooks another choke point (``Requires.earlier``), and the
+oldest, which covers at least the releases of the last twelve months (to 2026-12-01), or since
+the framework's tool-execution design the adapter can hook began, where that is later.
 ``otel-toolcalls doctor`` reads it to say whether an installed SDK is in the tested range;
 tests/test_support.py keeps the oldest equal to the floors.
 """
@@ -24,20 +27,43 @@ TESTED: dict[str, tuple[str, str]] = {
     "litellm": ("1.108.0", "1.110.2"),
     "ollama": ("0.4.0", "0.6.3"),
     "huggingface_hub": ("0.30.0", "2.4.0"),
+    # LangGraph's floor is older than twelve months (1.0.4 was the newest on 2025-12-01).
     "langgraph": ("0.3.1", "1.2.24"),
     "langchain-openai": ("0.3.0", "1.7.4"),
     # The langchain adapter patches langchain-core: the langgraph floor lane resolves it to 0.3.86.
     "langchain-core": ("0.3.86", "1.8.3"),
+    # pydantic-ai and the OpenAI Agents SDK: younger than twelve months (1.25.1 / 0.6.1 were the
+    # newest on 2025-12-01), at the release where what the adapter hooks began: ToolManager.
+    # _raw_execute (1.78; annotating the instrumented agent's span from 1.86.1) and
+    # _invoke_function_tool_with_metadata (0.19); tests/versions/run.py's floors say the same.
     "pydantic-ai-slim": ("1.86.1", "2.68.0"),
     "openai-agents": ("0.19.0", "0.24.0"),
     "mcp": ("1.25.0", "2.3.0"),
-    # The frameworks' venvs (tests/frameworks/requirements*.txt pin them).
-    "llama-index-core": ("0.14.25", "0.14.25"),
-    "strands-agents": ("1.62.0", "1.62.0"),
-    "google-adk": ("2.13.0", "2.13.0"),
-    # The autogen adapter patches autogen-core (autogen-agentchat's AssistantAgent runs on it).
-    "autogen-core": ("0.7.5", "0.7.5"),
-    "crewai": ("1.15.30", "1.15.30"),
+    # The frameworks' lanes (tests/frameworks/requirements*.txt pin them). Why each oldest is there:
+    # LlamaIndex: 0.14.9 is the first of the last twelve months; 0.13.0, where the
+    #   workflow agents' call_tool step took its present form, is covered too. Lanes 0.13.0 and
+    #   0.14.25 (the step is the same in both).
+    "llama-index-core": ("0.13.0", "0.14.25"),
+    # Strands: 1.19.0, the first of the last twelve months. Its tool span and run moved from
+    #   Tracer.start_tool_call_span / ToolExecutor._stream to the executor's _start_tool_telemetry /
+    #   _run_tool in 1.62. Lanes 1.19.0, 1.61.1, 1.62.0.
+    "strands-agents": ("1.19.0", "1.62.0"),
+    # Google ADK: 1.20.0, the first of the last twelve months (1.x and 2.x). Its tool call moved
+    #   from functions.__call_tool_async (to 2.8) to _tool_caller (2.9) and tools._caller (2.10).
+    #   Lanes 1.20.0, 1.39.1 (the last 1.x), 2.9.2 (beside CrewAI 1.15.28), 2.13.0; 2.0 to 2.8,
+    #   on 1.x's design, are not run.
+    "google-adk": ("1.20.0", "2.13.0"),
+    # The autogen adapter patches autogen-core (autogen-agentchat's AssistantAgent runs on it). No
+    #   release in the last twelve months (0.7.5 is of September 2025): its oldest is 0.6.2, the
+    #   first whose trace_tool_span carries the model's call id (before it, BaseTool.run_json is
+    #   given none: 0.5 and 0.6.0/0.6.1 are not covered). Lanes 0.6.2, 0.7.5.
+    "autogen-core": ("0.6.2", "0.7.5"),
+    # CrewAI: 1.7.0 is the first of the last twelve months, but native tool calls (with the model's
+    #   call id) began in 1.9, and a per-call choke point, _execute_single_native_tool_call, in
+    #   1.10.1 (1.9 runs calls inline in _handle_native_tool_calls): its oldest is 1.10.1. Its
+    #   executors: CrewAgentExecutor and crewai.experimental's AgentExecutor to 1.15.28, the
+    #   latter moved to crewai.agents.agent_executor in 1.15.29. Lanes 1.10.1, 1.15.28, 1.15.30.
+    "crewai": ("1.10.1", "1.15.30"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from otel_toolcalls._adapters import adapter_names
 
 ROOT = Path(__file__).resolve().parent.parent
-# adapter -> (venv, its requirements file)
-FRAMEWORK_VENVS = {
-    "llama_index": (".venv-frameworks", "tests/frameworks/requirements.txt"),
-    "strands": (".venv-frameworks", "tests/frameworks/requirements.txt"),
-    "google_adk": (".venv-frameworks", "tests/frameworks/requirements.txt"),
-    "autogen": (".venv-frameworks", "tests/frameworks/requirements.txt"),
-    "crewai": (".venv-crewai", "tests/frameworks/requirements-crewai.txt"),
+# venv -> its requirements file: each framework at its newest, at the last release of its previous
+# tool-execution design, and at the oldest it covers (otel_toolcalls/_support.py says which).
+FRAMEWORK_LANES = {
+    ".venv-frameworks": "tests/frameworks/requirements.txt",
+    ".venv-frameworks-previous": "tests/frameworks/requirements-previous.txt",
+    ".venv-frameworks-floor": "tests/frameworks/requirements-floor.txt",
+    ".venv-crewai": "tests/frameworks/requirements-crewai.txt",
+    ".venv-crewai-previous": "tests/frameworks/requirements-crewai-previous.txt",
+    ".venv-crewai-floor": "tests/frameworks/requirements-crewai-floor.txt",
 }
+FRAMEWORK_ADAPTERS = ("autogen", "crewai", "google_adk", "llama_index", "strands")
 
 # adapter -> the version lanes (tests/versions/run.py) whose venvs hold its SDK, kept out of the
 # main venv because it pins a dependency below the main venv's (aiobotocore: botocore).
@@ -36,11 +40,6 @@ def installed(adapter: str) -> bool:
     return requires(adapter).version() is not None
 
 
-FRAMEWORKS_HERE = [a for a in sorted(FRAMEWORK_VENVS) if installed(a)]
-# The adapters this venv's lane-aware tests cover.
-HERE = FRAMEWORKS_HERE or [a for a in adapter_names() if installed(a)]
-
-
 def requirement_names(path: str) -> set[str]:
     """The distributions a requirements file names (extras and version specifiers dropped)."""
     names = set()
@@ -49,6 +48,21 @@ def requirement_names(path: str) -> set[str]:
         if match and not line.lstrip().startswith("-"):
             names.add(match.group(1).lower().replace("_", "-"))
     return names
+
+
+def _lanes_of(adapter: str) -> list[tuple[str, str]]:
+    sdk = requires(adapter).sdk
+    return [(venv, path) for venv, path in FRAMEWORK_LANES.items() if sdk in requirement_names(path)]
+
+
+# adapter -> the framework lanes (venv, requirements file) that install its distribution
+FRAMEWORK_VENVS = {adapter: _lanes_of(adapter) for adapter in FRAMEWORK_ADAPTERS}
+# The framework lane this interpreter is (its venv's directory name), if it is one.
+LANE_HERE = Path(sys.prefix).name if Path(sys.prefix).name in FRAMEWORK_LANES else None
+
+FRAMEWORKS_HERE = [a for a in sorted(FRAMEWORK_VENVS) if installed(a)]
+# The adapters this venv's lane-aware tests cover.
+HERE = FRAMEWORKS_HERE or [a for a in adapter_names() if installed(a)]
 
 
 def requirement_pins(path: str) -> dict[str, str]:

@@ -30,6 +30,7 @@ from lanes import (
     FRAMEWORK_VENVS,
     FRAMEWORKS_HERE,
     HERE,
+    LANE_HERE,
     VERSION_LANE_ADAPTERS,
     installed,
     make_recipe,
@@ -73,7 +74,8 @@ ADAPTERS = {
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}
-VENV_OF = {adapter: venv for adapter, (venv, _) in sorted(FRAMEWORK_VENVS.items())}
+# (adapter, venv, requirements) for every framework lane of every framework adapter.
+LANES_OF = [(a, venv, path) for a, lanes in sorted(FRAMEWORK_VENVS.items()) for venv, path in lanes]
 # The apps this venv runs.
 MATRIX = [adapter for adapter in sorted(ADAPTERS) if adapter in HERE]
 # This module's case a version lane runs for the apps of the SDKs it holds.
@@ -158,8 +160,8 @@ def test_every_adapter_has_an_app() -> None:
 def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:
     if FRAMEWORKS_HERE:
         # A framework lane: its frameworks' apps, every one installed (none silently absent).
-        lane = {FRAMEWORK_VENVS[a][0] for a in FRAMEWORKS_HERE}
-        assert sorted(a for a, (venv, _) in FRAMEWORK_VENVS.items() if venv in lane) == MATRIX
+        assert LANE_HERE is not None, sys.prefix
+        assert sorted(a for a, venv, _ in LANES_OF if venv == LANE_HERE) == MATRIX
     else:
         assert sorted(set(adapter_names()) - set(FRAMEWORK_VENVS) - set(VERSION_LANE_ADAPTERS)) == MATRIX
 
@@ -187,11 +189,12 @@ def _version_lanes() -> Any:
     return module
 
 
-@pytest.mark.parametrize("adapter", list(VENV_OF), ids=[f"{a}-runs-in-{v}" for a, v in VENV_OF.items()])
-def test_framework_apps_run_in_their_venv(adapter: str) -> None:
+@pytest.mark.parametrize(
+    ("adapter", "venv", "requirements"), LANES_OF, ids=[f"{a}-runs-in-{v}" for a, v, _ in LANES_OF]
+)
+def test_framework_apps_run_in_their_venv(adapter: str, venv: str, requirements: str) -> None:
     """The apps not run here run there: the venv's requirements install the adapter's distribution
     and opentelemetry-instrument, and ``make frameworks`` runs this module with its Python."""
-    venv, requirements = FRAMEWORK_VENVS[adapter]
     names = requirement_names(requirements)
     assert {requires(adapter).sdk, "opentelemetry-distro"} <= names
     recipe = make_recipe("frameworks")

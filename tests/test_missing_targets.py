@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, installed, requirement_names, requires
+from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, installed, requirement_pins, requires
 
 from otel_toolcalls._adapters import adapter_names
 from otel_toolcalls._adapters._patches import Patches
@@ -46,10 +46,10 @@ def _warnings(body: str) -> list[str]:
 
 # adapter -> the targets a release removed: in the main venv a provider SDK's; in a framework venv
 # (tests/lanes.py) each of its frameworks' (the first target, or the last: a later one gone).
-BEFORE = {a: [requires(a).targets[0]] for a in FRAMEWORKS_HERE} or {
+BEFORE = {a: [requires(a).current()[0]] for a in FRAMEWORKS_HERE} or {
     "mistral": [("mistralai.client.chat", "Chat.stream_async")]
 }
-AFTER = {a: [requires(a).targets[-1]] for a in FRAMEWORKS_HERE} or {
+AFTER = {a: [requires(a).current()[-1]] for a in FRAMEWORKS_HERE} or {
     "groq": [("groq._streaming", "Stream.__stream__"), ("groq._streaming", "AsyncStream.close")]
 }
 DELETE = """
@@ -68,7 +68,7 @@ def _expected(victims: dict[str, list[tuple[str, str]]]) -> list[str]:
     out = []
     for adapter, gone in victims.items():
         req = requires(adapter)
-        missing = [f"{module}.{attr}" for module, attr in req.targets if (module, attr) in gone]
+        missing = [f"{module}.{attr}" for module, attr in req.current() if (module, attr) in gone]
         out.append(
             f"otel_toolcalls: {req.sdk} {importlib.metadata.version(req.sdk)} lacks {', '.join(missing)}: "
             f"the {adapter} adapter cannot trace what goes through {'it' if len(missing) == 1 else 'them'} "
@@ -132,11 +132,12 @@ def test_every_adapter_patches_exactly_its_declared_targets(instrument: Any) -> 
     declared = {}
     for name in [a for a in adapter_names() if installed(a)]:
         req = requires(name)
-        for module in req.modules:
+        absent = set(req.absent_modules())  # surfaces this release predates: nothing to patch
+        here = {(module, attr) for module, attr in req.current() if module not in absent}
+        for module, _ in here:  # this release's design: the others' modules may not exist
             importlib.import_module(module)
-        # A target of a surface this release does not have (mcp's servers: one per major) is not in it.
-        absent = req.absent_modules()
-        declared[name] = {target for target in req.targets if target[0] not in absent}
+        if here:
+            declared[name] = here
         assert req.missing() == [], name
     made = _patch_sets(instrument())
     assert made == declared
@@ -147,7 +148,7 @@ DECLARED = [a for a in adapter_names() if installed(a) or a in FRAMEWORK_VENVS]
 
 
 @pytest.mark.parametrize(
-    "name", DECLARED, ids=[a if installed(a) else f"{a}-in-{FRAMEWORK_VENVS[a][0]}" for a in DECLARED]
+    "name", DECLARED, ids=[a if installed(a) else f"{a}-in-{FRAMEWORK_VENVS[a][0][0]}" for a in DECLARED]
 )
 def test_every_declaration_names_its_distribution(name: str) -> None:
     req = requires(name)
@@ -155,5 +156,6 @@ def test_every_declaration_names_its_distribution(name: str) -> None:
     if installed(name):
         assert req.version() == importlib.metadata.version(req.sdk)
     else:
-        # Not here: the venv that runs it installs that distribution by that name.
-        assert req.sdk in requirement_names(FRAMEWORK_VENVS[name][1])
+        # Not here: the venvs that run it install that distribution by that name.
+        assert FRAMEWORK_VENVS[name], name
+        assert all(req.sdk in requirement_pins(path) for _, path in FRAMEWORK_VENVS[name])

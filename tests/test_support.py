@@ -1,5 +1,5 @@
 """otel_toolcalls._support.TESTED against what the version lane runs (tests/versions/run.py), and,
-for the agent frameworks, against the one version their venvs pin (tests/frameworks/)."""
+for the agent frameworks, against the versions their lanes' venvs pin (tests/frameworks/)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from packaging.version import Version
 from otel_toolcalls._support import SURFACES, TESTED
 
 RUN = Path(__file__).parent / "versions" / "run.py"
-# distribution -> (the requirements file of the framework venv that runs it)
-FRAMEWORKS = {requires(adapter).sdk: path for adapter, (_, path) in FRAMEWORK_VENVS.items()}
+# distribution -> the requirements files of the framework lanes that run it
+FRAMEWORKS = {requires(a).sdk: [path for _, path in lanes] for a, lanes in FRAMEWORK_VENVS.items()}
 
 
 def _lane_module() -> ModuleType:
@@ -56,11 +56,12 @@ def test_every_floor_a_lane_runs_is_in_the_table() -> None:
             assert Version(TESTED[name][0]) == Version(lane.FLOORS[name]), name
 
 
-def test_a_framework_is_tested_at_the_one_version_its_venv_pins() -> None:
-    for name, path in FRAMEWORKS.items():
-        pin = requirement_pins(path).get(name)
-        assert pin is not None, f"{path} does not pin {name}"
-        assert TESTED[name] == (pin, pin), name
+def test_a_framework_is_tested_from_the_oldest_to_the_newest_version_its_lanes_pin() -> None:
+    for name, paths in FRAMEWORKS.items():
+        pins = [requirement_pins(path).get(name) for path in paths]
+        assert None not in pins, f"one of {paths} does not pin {name}"
+        versions = sorted(Version(pin) for pin in pins if pin is not None)
+        assert (Version(TESTED[name][0]), Version(TESTED[name][1])) == (versions[0], versions[-1]), name
 
 
 def test_newest_is_not_older_than_oldest() -> None:

@@ -11,9 +11,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.instrumentation.utils import unwrap
+from packaging.version import InvalidVersion, Version
 from wrapt import wrap_function_wrapper
 
 _log = logging.getLogger(__name__)
+
+# (module, "Class.method" or "function")
+Target = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """The choke points of the releases before ``until`` (an SDK that moved its tool execution):
+    those releases hook these targets instead of the newest design's."""
+
+    until: str
+    targets: tuple[Target, ...]
 
 
 @dataclass(frozen=True)
@@ -23,8 +36,8 @@ class Requires:
 
     # The distribution, as pip names it: its version is reported and checked against _support.
     sdk: str
-    # (module, "Class.method" or "function"): every attribute the adapter wraps.
-    targets: tuple[tuple[str, str], ...]
+    # Every attribute the adapter wraps on the newest design.
+    targets: tuple[Target, ...]
     # gen_ai.provider.name of the adapter's spans, where it is one name.
     provider: str | None = None
     # Surfaces that older releases of the SDK do not have (openai's Realtime API came in 1.58, the
@@ -32,11 +45,26 @@ class Requires:
     # where that attribute is absent, the module's targets are not in this version, not missing (no
     # warning). A release with the surface that lacks a target has it missing, as anywhere.
     surfaces: tuple[tuple[str, str], ...] = ()
+    # The older designs' targets, each for the releases before its ``until``: one declaration per
+    # design; the installed version picks one (``current``), so a target gone from it is missing.
+    earlier: tuple[Earlier, ...] = ()
 
     @property
     def modules(self) -> tuple[str, ...]:
-        """The modules the adapter waits for: those that define its targets."""
-        return tuple(dict.fromkeys(module for module, _ in self.targets))
+        """The modules the adapter waits for: those that define any design's targets."""
+        designs = [self.targets, *(each.targets for each in self.earlier)]
+        return tuple(dict.fromkeys(module for targets in designs for module, _ in targets))
+
+    def current(self) -> tuple[Target, ...]:
+        """The targets of the installed release's design (the newest where the version is unknown)."""
+        try:
+            installed = Version(self.version() or "")
+        except InvalidVersion:
+            return self.targets
+        for each in sorted(self.earlier, key=lambda design: Version(design.until)):
+            if installed < Version(each.until):
+                return each.targets
+        return self.targets
 
     def version(self) -> str | None:
         try:
@@ -50,7 +78,7 @@ class Requires:
         absent = set(self.absent_modules())
         return [
             f"{module}.{attr}"
-            for module, attr in self.targets
+            for module, attr in self.current()
             if module not in absent and resolve(module, attr) is None
         ]
 
@@ -87,9 +115,9 @@ class Patches:
         return True
 
     def wrap_all(self, requires: Requires, wrapper: Callable[..., Any]) -> bool:
-        """Wraps every target ``requires`` declares with ``wrapper`` (the adapters whose targets
-        are one choke point, or its twins); True when any was wrapped."""
-        for module, attr in requires.targets:
+        """Wraps every target of the installed release's design with ``wrapper`` (the adapters
+        whose targets are one choke point, or its twins); True when any was wrapped."""
+        for module, attr in requires.current():
             self.wrap(module, attr, wrapper)
         return bool(self)
 

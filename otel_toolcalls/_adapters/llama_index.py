@@ -37,13 +37,14 @@ REQUIRES = Requires(
 _patches = Patches()
 
 
-def _tool_error(result: Any) -> BaseException | None:
-    """The exception the step caught from the tool body (``ToolCallResult.tool_output``)."""
+def _tool_error(result: Any) -> BaseException | str | None:
+    """The exception the step caught from the tool body (``ToolCallResult.tool_output``); where the
+    output keeps none (0.13), only that it failed."""
     output = getattr(result, "tool_output", None)
     if not getattr(output, "is_error", False):
         return None
     exception = getattr(output, "exception", None)
-    return exception if isinstance(exception, BaseException) else None
+    return exception if isinstance(exception, BaseException) else "tool_error"
 
 
 def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:

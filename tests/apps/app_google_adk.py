@@ -18,8 +18,16 @@ def get_weather(location: str) -> str:
     return "sunny"
 
 
+def model(fake: FakeProvider) -> Gemini:
+    if "base_url" in Gemini.model_fields:
+        return Gemini(model=g.MODEL, base_url=fake.base_url)
+    # google-adk 1.x's Gemini takes no base_url: google-genai reads it from the environment.
+    os.environ["GOOGLE_GEMINI_BASE_URL"] = fake.base_url
+    return Gemini(model=g.MODEL)
+
+
 async def run(fake: FakeProvider) -> None:
-    agent = Agent(name="weather", model=Gemini(model=g.MODEL, base_url=fake.base_url), tools=[get_weather])
+    agent = Agent(name="weather", model=model(fake), tools=[get_weather])
     runner = InMemoryRunner(agent=agent, app_name="weather")
     session = await runner.session_service.create_session(app_name="weather", user_id="u")
     message = types.Content(role="user", parts=[types.Part(text="Weather in Zürich?")])
@@ -36,7 +44,10 @@ def main() -> None:
         fake.enqueue(
             g.script_for(g.one_part_each([call])), g.script_for(g.one_part_each([g.text("Sunny.")]))
         )
-        asyncio.run(run(fake))
+        try:
+            asyncio.run(run(fake))
+        finally:
+            os.environ.pop("GOOGLE_GEMINI_BASE_URL", None)
     print(f"APP OK {CALL_ID}\n", end="", flush=True)
 
 

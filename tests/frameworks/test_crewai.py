@@ -11,6 +11,7 @@ whole JSON runs the tool. On a stream cut inside the arguments, CrewAI sends the
 
 from __future__ import annotations
 
+import importlib
 import os
 
 # CrewAI's own telemetry (to its service) and tracing stay off; the fake provider needs no key.
@@ -53,6 +54,29 @@ def _kickoff(fake: Any, **agent: Any) -> Any:
     return Crew(agents=[crew_agent], tasks=[task]).kickoff()
 
 
+def _executors() -> dict[str, Any]:
+    """The executors this release has: the newest's one, or (1.10.1 to 1.15.28) the experimental
+    AgentExecutor beside CrewAgentExecutor, either of which an agent's ``executor_class`` picks."""
+    found: dict[str, Any] = {}
+    for module, name in (
+        ("crewai.agents.agent_executor", "AgentExecutor"),
+        ("crewai.experimental.agent_executor", "AgentExecutor"),
+        ("crewai.agents.crew_agent_executor", "CrewAgentExecutor"),
+    ):
+        try:
+            executor = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        if executor not in found.values():
+            found[f"{module}.{name}"] = executor
+    return found
+
+
+EXECUTORS = _executors()
+# The default before 1.14.5: its retry of a task keeps the refused call in the history.
+CREW_AGENT_EXECUTOR_DEFAULT = Agent.model_fields["executor_class"].default.__name__ == "CrewAgentExecutor"
+
+
 def _truncated_after_whole_json() -> list[Any]:
     # The arguments are whole JSON, but the token limit ended the stream: no event said the call completed.
     return [tool_call_script([WHOLE], finish_reason="length"), answer()]
@@ -67,6 +91,19 @@ def test_completed_call_runs_inside_a_linked_execution_span(
     call = telemetry.one("tool_call get_weather")
     assert execution.instrumentation_scope.name == "otel_toolcalls"
     assert execution.attributes["gen_ai.tool.call.id"] == WHOLE.id
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    assert body.calls == [("Zürich", execution.context.span_id)]
+
+
+@pytest.mark.parametrize("executor", list(EXECUTORS.values()), ids=list(EXECUTORS))
+def test_every_executor_of_the_release_runs_the_call_in_a_linked_span(
+    instrument: Any, telemetry: Any, fake: Any, executor: Any
+) -> None:
+    fake.enqueue(*completed_turn())
+    _kickoff(fake, executor_class=executor)
+    (execution,) = executions(telemetry)
+    call = telemetry.one("tool_call get_weather")
     assert execution.attributes["toolcall.outcome"] == "completed"
     assert [link.context.span_id for link in execution.links] == [call.context.span_id]
     assert body.calls == [("Zürich", execution.context.span_id)]
@@ -129,6 +166,7 @@ def test_strict_refusal_makes_crewai_retry_the_task(instrument: Any, telemetry: 
     assert body.calls == []
     assert len(fake.requests) == 2
     retried = fake.requests[1].json()["messages"]
-    assert not any(m.get("tool_calls") for m in retried)  # the broken turn is not in the retry
+    # The broken turn is not in the retry, but in CrewAgentExecutor's (it keeps its history).
+    assert any(m.get("tool_calls") for m in retried) is CREW_AGENT_EXECUTOR_DEFAULT
     (execution,) = executions(telemetry)
     assert execution.attributes["error.type"] == "otel_toolcalls.IncompleteToolCallError"

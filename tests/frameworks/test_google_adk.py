@@ -9,29 +9,41 @@ On LiteLLM, a stream stopped by the token limit inside the arguments gives an ev
 arguments raises litellm's ``MidStreamFallbackError`` to the caller and runs nothing. A Gemini call
 without an id gets one from ADK (``adk-…``); the package never saw that id in the stream, so its
 execution is ``unknown`` (cannot be linked nor refused).
+
+Observed on google-adk 1.39.1 the same; on 1.20.0 a truncated Gemini stream gives no ``MAX_TOKENS``
+event (the package's outcomes are the same on every release). The LiteLLM cases run where litellm
+is installed: the floor lane has none (tests/frameworks/requirements-floor.txt says why).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from typing import Any
 
+import google.adk
 import pytest
 from framework_spans import PARTIAL, WHOLE, Body, completed_turn, cut_turn, executions, truncated_turn
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models import Gemini
-from google.adk.models.lite_llm import LiteLlm
 from google.adk.runners import InMemoryRunner
 from google.adk.telemetry import tracing
 from google.genai import types
-from litellm.exceptions import MidStreamFallbackError
 from opentelemetry.trace import StatusCode
+from packaging.version import Version
 
 from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls.testing import gemini as g
 
 body = Body()
 ADK_SCOPE = "gcp.vertex.agent"
+ADK = Version(google.adk.__version__)
+# Whether ADK reports a truncated Gemini stream as a MAX_TOKENS event (the module docstring).
+MAX_TOKENS_EVENT = Version("1.39.1") <= ADK
+needs_litellm = pytest.mark.skipif(
+    importlib.util.find_spec("litellm") is None, reason="ADK's LiteLLM model: no litellm in this lane"
+)
 
 
 def get_weather(location: str) -> str:
@@ -40,15 +52,25 @@ def get_weather(location: str) -> str:
 
 
 @pytest.fixture(autouse=True)
-def _clear(monkeypatch: Any) -> None:
+def _clear(monkeypatch: Any, fake: Any) -> None:
     body.calls.clear()
     monkeypatch.setenv("GOOGLE_API_KEY", "fake-key")
+    # Before its Gemini model took a base_url (google-adk 1.x), google-genai reads it from here.
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.base_url)
+
+
+def _trace_adk(telemetry: Any, monkeypatch: Any) -> None:
+    """ADK's own spans go to the test's provider (ADK's tracer reads the global one); in 1.x its
+    modules hold the tracer under their own names too."""
+    adk_tracer = tracing.tracer
+    for name, module in list(sys.modules.items()):
+        if name.startswith("google.adk") and getattr(module, "tracer", None) is adk_tracer:
+            monkeypatch.setattr(module, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
 
 
 @pytest.fixture
 def adk_traced(telemetry: Any, monkeypatch: Any) -> None:
-    """ADK's own spans go to the test's provider (ADK's tracer reads the global one)."""
-    monkeypatch.setattr(tracing, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
+    _trace_adk(telemetry, monkeypatch)
 
 
 def _gemini_turn(call_id: str | None, finish_reason: str = "STOP") -> list[Any]:
@@ -58,10 +80,14 @@ def _gemini_turn(call_id: str | None, finish_reason: str = "STOP") -> list[Any]:
 
 
 def _gemini(fake: Any) -> Any:
+    if "base_url" not in Gemini.model_fields:
+        return Gemini(model="gemini-2.5-flash")  # the base URL from the environment (_clear)
     return Gemini(model="gemini-2.5-flash", base_url=fake.base_url)
 
 
 def _lite(fake: Any) -> Any:
+    from google.adk.models.lite_llm import LiteLlm
+
     return LiteLlm(model="openai/gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="sk-fake")
 
 
@@ -99,6 +125,7 @@ async def test_gemini_completed_call_annotates_adk_span(
     assert execution.status.status_code is not StatusCode.ERROR
 
 
+@needs_litellm
 async def test_litellm_completed_call_annotates_adk_span(
     instrument: Any, telemetry: Any, fake: Any, adk_traced: None
 ) -> None:
@@ -138,7 +165,7 @@ async def test_gemini_truncated_call_runs_unlinked(
 ) -> None:
     fake.enqueue(*_gemini_turn("fc_1", finish_reason="MAX_TOKENS"))
     events = await _run(_gemini(fake))
-    assert any(event.error_code == "MAX_TOKENS" for event in events)
+    assert any(event.error_code == "MAX_TOKENS" for event in events) is MAX_TOKENS_EVENT
     (execution,) = executions(telemetry)
     assert body.calls == [("Zürich", execution.context.span_id)]  # ADK ran it all the same
     assert execution.attributes["toolcall.outcome"] == "aborted"
@@ -151,7 +178,7 @@ async def test_strict_refuses_the_truncated_call_inside_adk_span(
     instrument: Any, telemetry: Any, fake: Any, monkeypatch: Any, traced: bool
 ) -> None:
     if traced:
-        monkeypatch.setattr(tracing, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
+        _trace_adk(telemetry, monkeypatch)
     instrument(strict=True)
     fake.enqueue(*_gemini_turn("fc_1", finish_reason="MAX_TOKENS"))
     with pytest.raises(IncompleteToolCallError) as raised:
@@ -168,6 +195,7 @@ async def test_strict_refuses_the_truncated_call_inside_adk_span(
 
 
 @pytest.mark.parametrize("strict", [False, True])
+@needs_litellm
 async def test_litellm_truncated_stream_is_an_error_event_and_runs_nothing(
     instrument: Any, telemetry: Any, fake: Any, adk_traced: None, strict: bool
 ) -> None:
@@ -179,10 +207,13 @@ async def test_litellm_truncated_stream_is_an_error_event_and_runs_nothing(
     assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
 
 
+@needs_litellm
 async def test_litellm_cut_stream_raises_and_runs_nothing(
     instrument: Any, telemetry: Any, fake: Any, adk_traced: None
 ) -> None:
     fake.enqueue(*cut_turn())
+    from litellm.exceptions import MidStreamFallbackError
+
     with pytest.raises(MidStreamFallbackError):
         await _run(_lite(fake))
     assert body.calls == [] and executions(telemetry) == []
