@@ -6,8 +6,9 @@ state. Each rule is a peer's published convention (docs/TELEMETRY.md section 6):
 
 - OpenLLMetry's frameworks set ``LLM_SPAN_IS_CURRENT`` in the context while the SDK's call runs
   inside the LLM span they made (any span class);
-- the GenAI conventions' inference span (OTel openai-v2 / genai-openai, OpenLLMetry, Logfire):
-  kind CLIENT, ``gen_ai.operation.name`` an inference operation;
+- the GenAI conventions' inference span, of any kind: ``gen_ai.operation.name`` an inference
+  operation (OTel openai-v2 / genai-openai, OpenLLMetry, Logfire: CLIENT; Strands' and Google
+  ADK's model spans: INTERNAL);
 - OpenInference's LLM span (kind INTERNAL): ``openinference.span.kind`` ``LLM``.
 """
 
@@ -20,7 +21,6 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-from opentelemetry.trace import SpanKind
 
 from . import _names as n
 
@@ -54,9 +54,9 @@ def foreign_inference_span(ctx: otel_context.Context) -> Any:
         return None
     if attributes.get(OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_LLM:
         return span
-    if getattr(span, "kind", None) == SpanKind.CLIENT and (
-        attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS
-    ):
+    # The conventions' inference span, of any kind (TELEMETRY.md section 2): a framework's model
+    # call span (Strands' ``chat``, Google ADK's ``generate_content``) is INTERNAL.
+    if attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS:
         return span
     return None
 

@@ -17,6 +17,7 @@ is installed: the floor lane has none (tests/frameworks/requirements-floor.txt s
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
 from typing import Any
@@ -123,6 +124,26 @@ async def test_gemini_completed_call_annotates_adk_span(
     await _run(_gemini(fake))
     execution = _assert_annotated_and_linked(telemetry, "fc_1")
     assert execution.status.status_code is not StatusCode.ERROR
+
+
+async def test_adk_model_span_is_the_inference_span_where_it_says_so(
+    instrument: Any, telemetry: Any, fake: Any, adk_traced: None
+) -> None:
+    # ADK's `generate_content {model}` span (INTERNAL, gen_ai.operation.name generate_content) is
+    # current while google-genai streams: the request's inference span, none of the package's
+    # beside it. Older releases' `call_llm` span names no operation: the package's is the one.
+    fake.enqueue(*_gemini_turn("fc_1"))
+    await _run(_gemini(fake))
+    inference = [
+        s for s in telemetry.spans()
+        if (s.attributes or {}).get("gen_ai.operation.name") in ("generate_content", "chat")
+    ]  # fmt: skip
+    says_so = hasattr(importlib.import_module("google.adk.telemetry.tracing"), "use_generate_content_span")
+    assert inference and {s.instrumentation_scope.name for s in inference} == (
+        {ADK_SCOPE} if says_so else {"otel_toolcalls"}
+    )
+    call = telemetry.one("tool_call get_weather")
+    assert call.parent.span_id in {s.context.span_id for s in inference}
 
 
 @needs_litellm

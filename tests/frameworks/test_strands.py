@@ -113,6 +113,20 @@ def test_completed_call_annotates_strands_span(
     assert body.calls == [("Zürich", execution.context.span_id)]
 
 
+def test_strands_chat_span_is_the_inference_span(
+    instrument: Any, telemetry: Any, fake: Any, strands_traced: None
+) -> None:
+    # Strands' model span (INTERNAL, gen_ai.operation.name chat) is current while the SDK streams:
+    # it is the request's inference span, and the package adds none beside it.
+    fake.enqueue(*completed_turn())
+    _agent(fake)("Weather in Zürich?")
+    inference = [s for s in telemetry.spans() if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
+    assert {s.instrumentation_scope.name for s in inference} == {"strands.telemetry.tracer"}
+    call = telemetry.one("tool_call get_weather")
+    assert call.parent.span_id in {s.context.span_id for s in inference}
+    assert call.attributes["toolcall.outcome"] == "completed"
+
+
 def test_without_strands_tracing_the_package_makes_the_span(
     instrument: Any, telemetry: Any, fake: Any
 ) -> None:
