@@ -16,12 +16,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
-from otlp_receiver import Receiver, attributes
+from otlp_receiver import Receiver, attributes, running
 
 REMOTE = Path(__file__).resolve().parent / "remote_apps"
 VENV_BIN = Path(sys.executable).parent
@@ -194,3 +194,32 @@ def redis_server(executable: str) -> Iterator[str]:
             server.stop()
         return
     raise AssertionError("redis-server did not start")
+
+
+def served(
+    tmp: Path,
+    propagators: str,
+    *,
+    server: list[str],
+    ready: Callable[[Process], dict[str, str]],
+    agent: str,
+    executions: Callable[[dict[str, Any]], int],
+    cut: str,
+    **apps: str,
+) -> Scenario:
+    """One scenario: the tool side (``server``, strict mode) started and ``ready`` (what the agent
+    needs of it, e.g. its URL), the agent run to its end, then the tool side's ``executions(results)``
+    execution spans awaited before it stops. ``apps``: what both sides are told (a broker URL)."""
+    ran_log = tmp / "ran.log"
+    ran_log.touch()
+    with running() as receiver:
+        server_env = env(TOOLS, receiver.endpoint, propagators, OTEL_TOOLCALLS_STRICT="true",
+                         TOOL_RAN_LOG=str(ran_log), **apps)  # fmt: skip
+        process = Process(server, server_env)
+        try:
+            agent_env = env(AGENT, receiver.endpoint, propagators, **apps, **ready(process))
+            results = result_of(run(instrumented(agent), agent_env))
+            wait_for_executions(receiver, executions(results))
+        finally:
+            process.stop()
+        return Scenario(results, ran(ran_log), receiver, "".join(process.output), cut)

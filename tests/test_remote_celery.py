@@ -19,23 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from otlp_receiver import attributes, running
+from otlp_receiver import attributes
 from remote_apps import agent_calls
 from remote_kit import (
-    AGENT,
     OFF,
     ON,
-    TOOLS,
     VENV_BIN,
     Process,
     Scenario,
-    env,
-    instrumented,
-    ran,
     redis_server,
-    result_of,
-    run,
-    wait_for_executions,
+    served,
 )
 
 FIRST, SECOND, CUT = (call.id for call in agent_calls.CALLS)
@@ -58,20 +51,15 @@ def _worker_command() -> list[str]:
 
 
 def _scenario(tmp: Path, propagators: str) -> Scenario:
-    ran_log = tmp / "ran.log"
-    ran_log.touch()
-    with running() as receiver, redis_server(_redis()) as broker:
-        apps = {"CELERY_BROKER_URL": broker, "TOOL_RAN_LOG": str(ran_log)}
-        worker_env = env(TOOLS, receiver.endpoint, propagators, OTEL_TOOLCALLS_STRICT="true", **apps)
-        worker = Process(_worker_command(), worker_env)
-        try:
-            worker.wait_for_line("", contains=" ready.")
-            agent_env = env(AGENT, receiver.endpoint, propagators, **apps)
-            results = result_of(run(instrumented("celery_agent.py"), agent_env))
-            wait_for_executions(receiver, len(results))  # one per task
-        finally:
-            worker.stop()
-        return Scenario(results, ran(ran_log), receiver, "".join(worker.output), CUT)
+    def ready(worker: Process) -> dict[str, str]:
+        worker.wait_for_line("", contains=" ready.")
+        return {}
+
+    with redis_server(_redis()) as broker:
+        return served(
+            tmp, propagators, server=_worker_command(), ready=ready, agent="celery_agent.py",
+            executions=len, cut=CUT, CELERY_BROKER_URL=broker,  # one execution per task
+        )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

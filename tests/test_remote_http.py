@@ -15,21 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from otlp_receiver import attributes, running
+from otlp_receiver import attributes
 from remote_apps import agent_calls
 from remote_kit import (
-    AGENT,
     OFF,
     ON,
-    TOOLS,
     Process,
     Scenario,
-    env,
     instrumented,
-    ran,
-    result_of,
-    run,
-    wait_for_executions,
+    served,
 )
 
 FIRST, SECOND, CUT = (call.id for call in agent_calls.CALLS)
@@ -38,20 +32,14 @@ LINK_TYPE = {"gen_ai.attribution.link_type": "CAUSED_BY_GENERATION"}
 
 
 def _scenario(tmp: Path, propagators: str) -> Scenario:
-    ran_log = tmp / "ran.log"
-    ran_log.touch()
-    with running() as receiver:
-        server_env = env(TOOLS, receiver.endpoint, propagators, OTEL_TOOLCALLS_STRICT="true")
-        server = Process(instrumented("http_tool_service.py"), {**server_env, "TOOL_RAN_LOG": str(ran_log)})
-        try:
-            port = server.wait_for_line("LISTENING ")
-            agent_env = env(AGENT, receiver.endpoint, propagators, TOOL_SERVICE_URL=f"http://127.0.0.1:{port}")
-            results = result_of(run(instrumented("http_agent.py"), agent_env))
-            sent = len(results) - 1  # every request but provider_headers made an execution span
-            wait_for_executions(receiver, sent)
-        finally:
-            server.stop()
-        return Scenario(results, ran(ran_log), receiver, "".join(server.output), CUT)
+    def ready(server: Process) -> dict[str, str]:
+        return {"TOOL_SERVICE_URL": f"http://127.0.0.1:{server.wait_for_line('LISTENING ')}"}
+
+    return served(
+        tmp, propagators, server=instrumented("http_tool_service.py"), ready=ready, agent="http_agent.py",
+        # Every request but provider_headers made an execution span.
+        executions=lambda results: len(results) - 1, cut=CUT,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
