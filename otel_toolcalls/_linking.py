@@ -149,10 +149,9 @@ class execute_tool:
 
     def __enter__(self) -> Span:
         telemetry = self._telemetry = self._given if self._given is not None else current()
-        if not self.call_id:
-            # A tool service with no id of its own runs the call its request carries.
-            carried = _carried.carried()
-            self.call_id = carried.call_id if carried is not None else self.call_id
+        # A tool service with no id of its own runs the call its request carries.
+        if not self.call_id and (carried := _carried.carried()) is not None:
+            self.call_id = carried.call_id
         record = _lookup(telemetry, self.call_id)
         self._outcome = record.outcome if record is not None else n.UNKNOWN
         name = (self.name or (record.name if record else None) or "unknown")[: n.MAX_NAME_LENGTH]
