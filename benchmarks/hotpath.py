@@ -54,10 +54,10 @@ def measure(lengths: list[int], reps: int) -> dict[str, dict[str, Any]]:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from otel_toolcalls._adapters._anthropic_messages import process_event
-    from otel_toolcalls._adapters._chat_completions import process_chunk
     from otel_toolcalls._config import resolve
-    from otel_toolcalls._telemetry import Telemetry
+    from otel_toolcalls._core.telemetry import Telemetry
+    from otel_toolcalls._providers.formats.anthropic_messages import process_event
+    from otel_toolcalls._providers.formats.chat_completions import process_chunk
 
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
@@ -86,8 +86,8 @@ def _hot(chunks: list[Any]) -> list[Any]:
 def _replay(
     chunks: list[Any], reps: int, telemetry: Any, exporter: Any, provider: str, process: Any
 ) -> dict[str, Any]:
-    from otel_toolcalls._core import RequestInfo, StreamState
-    from otel_toolcalls._stream import wrap_sync
+    from otel_toolcalls._core.state import RequestInfo, StreamState
+    from otel_toolcalls._core.stream import wrap_sync
 
     gc.collect()
     gc.freeze()

@@ -14,9 +14,9 @@ from opentelemetry.trace import SpanContext
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otel_toolcalls import ToolCallsPropagator, tool_call_context
-from otel_toolcalls._adapters import _mcp_meta
-from otel_toolcalls._registry import CallRecord
-from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls._core.registry import CallRecord
+from otel_toolcalls._core.telemetry import REGISTRY
+from otel_toolcalls._frameworks.mcp import meta as _mcp_meta
 
 tracer = TracerProvider().get_tracer("bench")
 cid = "call_" + "Qx81Zp" * 4

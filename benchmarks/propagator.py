@@ -19,9 +19,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otel_toolcalls import ToolCallsInstrumentor, ToolCallsPropagator, tool_call_context, tool_call_outcome
-from otel_toolcalls._carried import HEADER
-from otel_toolcalls._core import RequestInfo, StreamState
-from otel_toolcalls._telemetry import active
+from otel_toolcalls._core.state import RequestInfo, StreamState
+from otel_toolcalls._core.telemetry import active
+from otel_toolcalls._linking.carried import HEADER
 
 NUMBER = 20_000
 REPEATS = 7

@@ -52,7 +52,7 @@ def measure(names: list[str], reps: int) -> dict[str, Any]:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from otel_toolcalls._config import resolve
-    from otel_toolcalls._telemetry import Telemetry
+    from otel_toolcalls._core.telemetry import Telemetry
 
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()

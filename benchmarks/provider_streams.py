@@ -214,7 +214,7 @@ class Provider:
     label: str
     script: Callable[[], Script]
     opener: Callable[[str], Opener]
-    # "<module under otel_toolcalls._adapters>.<function>": what the replay feeds the parsed chunks.
+    # "<module under otel_toolcalls._wiring.adapters>.<function>": what the replay feeds the parsed chunks.
     translator_path: str
     # Calls the stream is expected to trace (a check that the variant really traced).
     calls: int = 1
@@ -229,10 +229,12 @@ def _dev(url: str) -> Opener:
 
 
 PROVIDERS: list[Provider] = [
-    Provider("openai", "openai chat", _chat, _open_chat, "_chat_completions.process_chunk"),
-    Provider("anthropic", "anthropic", _anthropic, _open_anthropic, "_anthropic_messages.process_event"),
-    Provider("responses", "openai responses", _responses, _open_responses, "_responses.process_event"),
-    Provider("groq", "groq", _chat, _open_groq, "_chat_completions.process_chunk"),
+    Provider("openai", "openai chat", _chat, _open_chat, "formats.chat_completions.process_chunk"),
+    Provider(
+        "anthropic", "anthropic", _anthropic, _open_anthropic, "formats.anthropic_messages.process_event"
+    ),
+    Provider("responses", "openai responses", _responses, _open_responses, "formats.responses.process_event"),
+    Provider("groq", "groq", _chat, _open_groq, "formats.chat_completions.process_chunk"),
     Provider("mistral", "mistral", _mistral, _open_mistral, "mistral.process_event"),
     Provider("cohere", "cohere v2", _cohere, _open_cohere, "cohere.process_event"),
     Provider(
@@ -240,7 +242,7 @@ PROVIDERS: list[Provider] = [
         "gemini dev API, whole calls (1 per chunk)",
         _gemini_whole,
         _dev,
-        "_gemini_chunks.process_chunk",
+        "gemini.chunks.process_chunk",
         calls=FRAGMENTS,
     ),
     Provider(
@@ -248,26 +250,28 @@ PROVIDERS: list[Provider] = [
         "gemini dev API, text chunks + 1 whole call",
         _gemini_text,
         _dev,
-        "_gemini_chunks.process_chunk",
+        "gemini.chunks.process_chunk",
     ),
     Provider(
         "gemini_vertex",
         "gemini vertex, partial_args",
         _gemini_partial,
         _vertex,
-        "_gemini_chunks.process_chunk",
+        "gemini.chunks.process_chunk",
     ),
     Provider(
-        "bedrock", "bedrock converse_stream", _bedrock, _open_bedrock, "_bedrock_converse.process_event"
+        "bedrock", "bedrock converse_stream", _bedrock, _open_bedrock, "bedrock.converse.process_event"
     ),
     Provider(
         "bedrock_invoke",
         "bedrock invoke_model_with_response_stream (Claude)",
         _bedrock_invoke,
         _open_bedrock_invoke,
-        "_bedrock_invoke.process_event",
+        "bedrock.invoke.process_event",
     ),
-    Provider("litellm", "litellm hosted_vllm", _chat, _open_litellm, "_chat_completions.process_chunk"),
+    Provider(
+        "litellm", "litellm hosted_vllm", _chat, _open_litellm, "formats.chat_completions.process_chunk"
+    ),
     Provider(
         "huggingface", "huggingface_hub InferenceClient", _chat, _open_hf, "huggingface.process_chunk"
     ),
@@ -290,4 +294,4 @@ def translator(provider: Provider) -> Any:
     from importlib import import_module
 
     module, name = provider.translator_path.rsplit(".", 1)
-    return getattr(import_module(f"otel_toolcalls._adapters.{module}"), name)
+    return getattr(import_module(f"otel_toolcalls._providers.{module}"), name)

@@ -7,13 +7,13 @@ The telemetry contract (every name emitted) is documented in README.md.
 
 from typing import TYPE_CHECKING, Any
 
-from ._execution import tool_call_context
-from ._linking import IncompleteToolCallError, execute_tool, tool_call_outcome
-from ._propagator import ToolCallsPropagator, install_propagator
+from ._linking.context import tool_call_context
+from ._linking.execute import IncompleteToolCallError, execute_tool, tool_call_outcome
+from ._linking.propagator import ToolCallsPropagator, install_propagator
 from .version import __version__
 
 if TYPE_CHECKING:
-    from ._instrumentor import ToolCallsInstrumentor
+    from ._wiring.instrumentor import ToolCallsInstrumentor
 
 
 def __getattr__(name: str) -> Any:
@@ -21,7 +21,7 @@ def __getattr__(name: str) -> Any:
     # propagators, this package's among them (OTEL_PROPAGATORS=...,toolcalls): importing it on first
     # use keeps that load from finding this package half imported, whatever is imported first.
     if name == "ToolCallsInstrumentor":
-        from ._instrumentor import ToolCallsInstrumentor
+        from ._wiring.instrumentor import ToolCallsInstrumentor
 
         return ToolCallsInstrumentor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcalls import ToolCallsInstrumentor
-from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls._core.telemetry import REGISTRY
 from otel_toolcalls.testing import FakeProvider
 
 # The agent frameworks' tests run in their own venv (make frameworks): the frameworks pin
@@ -114,8 +114,8 @@ def elsewhere(instrument: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[InMe
     """Another telemetry made the package's active one after ``instrument()`` (as a second
     instrumentor's would be): an adapter must keep using the telemetry ``instrument()`` gave it. The
     exporter returned sees the spans that went to the wrong one."""
-    from otel_toolcalls import _telemetry
     from otel_toolcalls._config import resolve
+    from otel_toolcalls._core import telemetry as _telemetry
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -6,13 +6,12 @@ frameworks; the provider SDKs are the main venv's."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from otel_toolcalls._adapters import adapter_names
+from otel_toolcalls._wiring.adapters import adapter_names, load
 
 ROOT = Path(__file__).resolve().parent.parent
 # venv -> its requirements file: each framework at its newest, at the last release of its previous
@@ -33,7 +32,7 @@ VERSION_LANE_ADAPTERS = {"aiobotocore": ("aiobotocore", "aiobotocore-floor")}
 
 
 def requires(adapter: str) -> Any:
-    return importlib.import_module(f"otel_toolcalls._adapters.{adapter}").REQUIRES
+    return load(adapter).REQUIRES
 
 
 def installed(adapter: str) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 
 
 def assert_outcome(span: ReadableSpan, reason: str | None, error_type: str | None = None) -> None:

@@ -1,5 +1,5 @@
 """GenAI names as the conventions' own files define them, copied by hand, so that a test compares the
-package's names (``otel_toolcalls._names``) with the conventions rather than with themselves.
+package's names (``otel_toolcalls._core.names``) with the conventions rather than with themselves.
 
 Source: the repository open-telemetry/semantic-conventions-genai (the GenAI conventions moved there
 from open-telemetry/semantic-conventions, whose docs/gen-ai/README.md now only points to it):

@@ -21,7 +21,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from otel_toolcalls import ToolCallsInstrumentor
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script
 
 LLM_SPAN_IS_CURRENT = "suppress_language_model_instrumentation"

@@ -16,7 +16,7 @@ from outcomes import assert_outcome
 from sdk_compat import http_library, traces_itself
 
 from otel_toolcalls import IncompleteToolCallError
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider, Script
 from otel_toolcalls.testing import anthropic as wire
 from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text, ToolUse

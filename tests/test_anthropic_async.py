@@ -12,7 +12,7 @@ from opentelemetry.trace import StatusCode
 from sdk_compat import http_library, traces_itself
 from test_anthropic import LOOKUP, MESSAGES, assert_call, by_name, inference, needs_sdk_tracing
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as wire
 from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text, ToolUse

@@ -10,7 +10,7 @@ import pytest
 from sdk_compat import http_library, traces_itself
 from test_anthropic import assert_call
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as wire
 from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome, bare_rerun, caller_saw
 from urllib3.exceptions import ProtocolError
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider, Script, eventstream, split_at
 from otel_toolcalls.testing.bedrock import (
     MODEL,

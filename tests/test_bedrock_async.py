@@ -23,7 +23,7 @@ from botocore.exceptions import EventStreamError
 from opentelemetry.sdk.trace import ReadableSpan
 from outcomes import assert_outcome, bare_rerun, caller_saw
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
 from otel_toolcalls.testing.bedrock import (

@@ -24,7 +24,7 @@ from outcomes import assert_outcome, bare_rerun, caller_saw
 from urllib3.exceptions import ProtocolError
 
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
 from otel_toolcalls.testing import openai_chat as chat

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from otel_toolcalls import _core
+from otel_toolcalls._core import state as _core
 from otel_toolcalls.testing.openai_chat import WEATHER, Event, events_for, script_for
 
 # 1 block start + the awkward fragments of WEATHER's arguments + the finish: well over 8 chunks.

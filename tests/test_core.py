@@ -8,10 +8,10 @@ import openai
 import pytest
 from opentelemetry.trace import StatusCode
 
-from otel_toolcalls import _names as n
 from otel_toolcalls._config import Settings
-from otel_toolcalls._core import RequestInfo, StreamState, classify, error_type_of
-from otel_toolcalls._telemetry import REGISTRY, Telemetry
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.state import RequestInfo, StreamState, classify, error_type_of
+from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
 
 
 @pytest.fixture

@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 from lanes import FRAMEWORKS_HERE, installed, requires
 
-from otel_toolcalls import _doctor, _doctor_env
-from otel_toolcalls._adapters import adapter_names
-from otel_toolcalls._support import TESTED
+from otel_toolcalls._cli import doctor as _doctor
+from otel_toolcalls._cli import doctor_env as _doctor_env
+from otel_toolcalls._wiring.adapters import adapter_names, load
+from otel_toolcalls._wiring.support import TESTED
 
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
@@ -177,7 +178,7 @@ def test_every_framework_lane_release_is_in_the_tested_range(name: str) -> None:
 def test_an_adapter_that_fails_to_apply_makes_its_sdk_unseen(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    adapter = importlib.import_module(f"otel_toolcalls._adapters.{name}")
+    adapter = load(name)
 
     def broken(telemetry: Any) -> bool:
         raise RuntimeError("boom")

@@ -10,10 +10,10 @@ import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
-from otel_toolcalls import _names as n
 from otel_toolcalls._config import Settings
-from otel_toolcalls._core import RequestInfo, StreamState
-from otel_toolcalls._telemetry import REGISTRY, active
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.state import RequestInfo, StreamState
+from otel_toolcalls._core.telemetry import REGISTRY, active
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, request, tool_call_script
 
 

@@ -22,7 +22,7 @@ except ImportError:  # mcp 1.x: FastMCP, and a ClientSession connected to it in 
         return create_connected_server_and_client_session(server._mcp_server)
 
 from otel_toolcalls import IncompleteToolCallError, tool_call_context
-from otel_toolcalls._execution import current_tool_call_id
+from otel_toolcalls._linking.context import current_tool_call_id
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 
 ran: list[str] = []
@@ -140,7 +140,7 @@ async def test_framework_tool_calling_mcp_makes_one_span(instrument: Any, teleme
 
 
 def test_meta_given_by_the_caller_is_kept_where_the_package_injects(telemetry: Any) -> None:
-    from otel_toolcalls._adapters._mcp_meta import with_propagated
+    from otel_toolcalls._frameworks.mcp.meta import with_propagated
 
     assert with_propagated({"meta": {"k": 1}}) == {"meta": {"k": 1}}  # no span: nothing to inject
     with telemetry.tracer_provider.get_tracer("t").start_as_current_span("execute_tool x") as span:

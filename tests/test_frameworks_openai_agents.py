@@ -8,13 +8,7 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import (
-    Agent,
-    OpenAIChatCompletionsModel,
-    Runner,
-    function_tool,
-    set_tracing_disabled,
-)
+from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from agents.exceptions import UserError
 from openai import AsyncOpenAI
 

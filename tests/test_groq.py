@@ -7,13 +7,9 @@ from typing import Any
 import groq
 import pytest
 from opentelemetry.trace import StatusCode
-from test_openai_chat import (
-    assert_call,
-    assert_parented,
-    inference,
-)
+from test_openai_chat import assert_call, assert_parented, inference
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import Script, sse
 from otel_toolcalls.testing.openai_chat import (
     PARALLEL,

@@ -38,8 +38,8 @@ from lanes import (
     requires,
 )
 
-from otel_toolcalls import _imports
-from otel_toolcalls._adapters import adapter_names
+from otel_toolcalls._wiring import imports as _imports
+from otel_toolcalls._wiring.adapters import adapter_names, load
 
 APPS = Path(__file__).resolve().parent / "apps"
 VENV_BIN = Path(sys.executable).parent
@@ -218,7 +218,7 @@ def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
     assert len(calls) == 1, [s["name"] for s in spans]
     call = calls[0]["attributes"]
     assert call["toolcall.outcome"] == "completed"
-    requires = importlib.import_module(f"otel_toolcalls._adapters.{adapter}").REQUIRES
+    requires = load(adapter).REQUIRES
     if kind == "call" and requires.provider is not None:
         assert call["gen_ai.provider.name"] == requires.provider
     if kind == "execution":

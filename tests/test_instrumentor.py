@@ -16,7 +16,7 @@ import openai
 import pytest
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,13 +187,13 @@ def test_disabled_by_env_under_opentelemetry_instrument(disabled):
 
 
 def _patch_sets(instrumentor):
-    from otel_toolcalls._adapters._patches import Patches
+    from otel_toolcalls._wiring.patches import Patches
 
-    for adapter in instrumentor._instrumented:
+    for name, adapter in instrumentor.instrumented_adapters().items():
         for value in vars(adapter).values():
             patches = getattr(value, "_patches", value)
             if isinstance(patches, Patches):
-                yield adapter.__name__, patches
+                yield name, patches
 
 
 def _resolve(module, attr):

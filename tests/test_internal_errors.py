@@ -9,11 +9,11 @@ from typing import Any
 import openai
 import pytest
 
-from otel_toolcalls import _internal
-from otel_toolcalls._adapters import _chat_completions
+from otel_toolcalls._core import errors as _internal
+from otel_toolcalls._providers.formats import chat_completions as _chat_completions
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 
-SITE = "_adapters._chat_completions.process_chunk"
+SITE = "_providers.formats.chat_completions.process_chunk"
 
 
 class TranslatorBug(Exception):

@@ -83,7 +83,7 @@ async def test_one_set_of_spans_per_async_request_through_the_openai_sdk(
 def test_dropped_stream_is_abandoned_at_the_latest_at_exit(
     instrument: Any, telemetry: Any, fake: FakeProvider
 ) -> None:
-    from otel_toolcalls._stream import _end_live_streams
+    from otel_toolcalls._core.stream import _end_live_streams
 
     fake.enqueue(tool_call_script([WEATHER]))
     stream = completion(fake)

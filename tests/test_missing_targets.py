@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, installed, requirement_pins, requires
 
-from otel_toolcalls._adapters import adapter_names
-from otel_toolcalls._adapters._patches import Patches
+from otel_toolcalls._wiring.adapters import adapter_names
+from otel_toolcalls._wiring.patches import Patches
 
 HERE = Path(__file__).resolve().parent
 
@@ -101,7 +101,7 @@ def test_sdk_imported_after_instrument_with_targets_gone_warns_once(victims: Any
     warnings = _warnings(
         DELETE
         + textwrap.dedent(f"""
-        from otel_toolcalls import _imports
+        from otel_toolcalls._wiring import imports as _imports
         victims = {list(victims.values())!r}
         for gone in victims:
             _imports.when_imported([m for m, _ in gone], lambda gone=gone: [delete(*t) for t in gone])
@@ -119,8 +119,7 @@ def test_sdk_imported_after_instrument_with_targets_gone_warns_once(victims: Any
 
 def _patch_sets(instrumentor: Any) -> dict[str, set[tuple[str, str]]]:
     made: dict[str, set[tuple[str, str]]] = {}
-    for adapter in instrumentor._instrumented:
-        name = adapter.__name__.rpartition(".")[2]
+    for name, adapter in instrumentor.instrumented_adapters().items():
         for value in vars(adapter).values():
             patches = getattr(value, "_patches", value)
             if isinstance(patches, Patches):

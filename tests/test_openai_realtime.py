@@ -18,8 +18,8 @@ from opentelemetry.trace import SpanKind
 from outcomes import assert_outcome
 
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
-from otel_toolcalls import _names as n
-from otel_toolcalls._adapters import openai_realtime
+from otel_toolcalls._core import names as n
+from otel_toolcalls._providers.openai import realtime as openai_realtime
 from otel_toolcalls.testing.openai_realtime import (
     MODEL,
     USAGE,
@@ -416,7 +416,7 @@ def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
     fake: Any, instrument: Any, telemetry: Any, mode: str, surface: str, caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    from otel_toolcalls import _internal
+    from otel_toolcalls._core import errors as _internal
 
     monkeypatch.setattr(_internal, "_warned", set())
     fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
@@ -433,7 +433,7 @@ def test_recv_and_iteration_say_nothing_about_recv_bytes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     # The SDK's recv() reads through its own recv_bytes(): that call is the package's to see.
-    from otel_toolcalls import _internal
+    from otel_toolcalls._core import errors as _internal
 
     monkeypatch.setattr(_internal, "_warned", set())
     fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from otel_toolcalls import _doctor
-from otel_toolcalls._adapters import openai_realtime, openai_responses_ws
-from otel_toolcalls._adapters._patches import Requires
-from otel_toolcalls._instrumentor import _report_missing, _reported
+from otel_toolcalls._cli import doctor as _doctor
+from otel_toolcalls._providers.openai import realtime as openai_realtime
+from otel_toolcalls._providers.openai import responses_ws as openai_responses_ws
+from otel_toolcalls._wiring.instrumentor import _report_missing, _reported
+from otel_toolcalls._wiring.patches import Requires
 
 
 def _present(module: str) -> bool:
@@ -48,10 +49,10 @@ def test_instrumenting_this_release_warns_about_nothing(
         for module in present:
             __import__(module)
         _reported.discard("openai_realtime")
-        _report_missing(openai_realtime)
+        _report_missing("openai_realtime", openai_realtime)
         # The Responses API's WebSocket (2.22 on): absent before it, never a warning.
         _reported.discard("openai_responses_ws")
-        _report_missing(openai_responses_ws)
+        _report_missing("openai_responses_ws", openai_responses_ws)
     assert not [r.getMessage() for r in caplog.records if r.name.startswith("otel_toolcalls")]
     assert openai_realtime.REQUIRES.missing() == openai_responses_ws.REQUIRES.missing() == []
     assert openai_realtime.REQUIRES.absent_modules() == [

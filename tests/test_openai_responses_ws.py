@@ -15,10 +15,10 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind
 from outcomes import assert_outcome
 
-from otel_toolcalls import _names as n
 from otel_toolcalls import tool_call_outcome
-from otel_toolcalls._adapters import openai_responses_ws
-from otel_toolcalls._adapters._patches import resolve
+from otel_toolcalls._core import names as n
+from otel_toolcalls._providers.openai import responses_ws as openai_responses_ws
+from otel_toolcalls._wiring.patches import resolve
 from otel_toolcalls.testing.openai_realtime import frames, turn
 from otel_toolcalls.testing.openai_responses import MODEL, USAGE, WEATHER, ToolCall, events_for
 
@@ -141,7 +141,7 @@ def test_a_completed_call(fake: Any, instrument: Any, telemetry: Any, mode: str)
 def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
     fake: Any, instrument: Any, mode: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from otel_toolcalls import _internal
+    from otel_toolcalls._core import errors as _internal
 
     monkeypatch.setattr(_internal, "_warned", set())
     fake.websocket.enqueue(frames(turn(on_lane(events_for([WEATHER]), None, "resp_1")), session=False))

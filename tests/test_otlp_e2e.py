@@ -24,8 +24,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from otlp_receiver import Receiver, attributes, running, typed
 
 from otel_toolcalls import ToolCallsInstrumentor, execute_tool, tool_call_outcome
-from otel_toolcalls import _names as n
-from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.telemetry import REGISTRY
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing.openai_chat import MODEL, ToolCall, request, tool_call_script
 

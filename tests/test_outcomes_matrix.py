@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing import FakeProvider, awkward_points
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

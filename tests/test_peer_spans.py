@@ -19,7 +19,7 @@ import pytest
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.trace import SpanKind
 
-from otel_toolcalls import _names as n
+from otel_toolcalls._core import names as n
 from otel_toolcalls.testing.openai_chat import PARALLEL, request, tool_call_script
 
 

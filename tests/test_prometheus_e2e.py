@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, start_http_server
 
 from otel_toolcalls import ToolCallsInstrumentor
-from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls._core.telemetry import REGISTRY
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing.openai_chat import ToolCall, events_for, request, script_for, tool_call_script
 

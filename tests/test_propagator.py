@@ -28,10 +28,10 @@ from otel_toolcalls import (
     tool_call_context,
     tool_call_outcome,
 )
-from otel_toolcalls import _names as n
-from otel_toolcalls._carried import HEADER, MAX_HEADER_BYTES, decode, encode
 from otel_toolcalls._config import resolve
-from otel_toolcalls._telemetry import REGISTRY, Telemetry
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
+from otel_toolcalls._linking.carried import HEADER, MAX_HEADER_BYTES, decode, encode
 
 PROPAGATOR = ToolCallsPropagator()
 

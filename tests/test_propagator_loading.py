@@ -12,7 +12,7 @@ import pytest
 
 FIRST = [
     "otel_toolcalls",
-    "otel_toolcalls._propagator",
+    "otel_toolcalls._linking.propagator",
     "opentelemetry.instrumentation.utils",
     "opentelemetry.instrumentation.instrumentor",
     "opentelemetry.propagate",

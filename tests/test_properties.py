@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai.types.chat import ChatCompletionChunk
 
-from otel_toolcalls import _names as n
-from otel_toolcalls._adapters._chat_completions import process_chunk
 from otel_toolcalls._config import Settings
-from otel_toolcalls._core import RequestInfo, StreamState
-from otel_toolcalls._telemetry import Telemetry as Wiring
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.state import RequestInfo, StreamState
+from otel_toolcalls._core.telemetry import Telemetry as Wiring
+from otel_toolcalls._providers.formats.chat_completions import process_chunk
 from otel_toolcalls.testing import split_at
 from otel_toolcalls.testing.openai_chat import Event, ToolCall, chunk, request, script_for
 

@@ -21,15 +21,7 @@ from pathlib import Path
 import pytest
 from otlp_receiver import attributes
 from remote_apps import agent_calls
-from remote_kit import (
-    OFF,
-    ON,
-    VENV_BIN,
-    Process,
-    Scenario,
-    redis_server,
-    served,
-)
+from remote_kit import OFF, ON, VENV_BIN, Process, Scenario, redis_server, served
 
 FIRST, SECOND, CUT = (call.id for call in agent_calls.CALLS)
 LINK_TYPE = {"gen_ai.attribution.link_type": "CAUSED_BY_GENERATION"}

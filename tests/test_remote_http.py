@@ -17,14 +17,7 @@ from pathlib import Path
 import pytest
 from otlp_receiver import attributes
 from remote_apps import agent_calls
-from remote_kit import (
-    OFF,
-    ON,
-    Process,
-    Scenario,
-    instrumented,
-    served,
-)
+from remote_kit import OFF, ON, Process, Scenario, instrumented, served
 
 FIRST, SECOND, CUT = (call.id for call in agent_calls.CALLS)
 COMPLETED_CALLS = (FIRST, SECOND)

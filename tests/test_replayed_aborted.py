@@ -11,9 +11,9 @@ import openai
 import pytest
 from opentelemetry import trace
 
-from otel_toolcalls._adapters import openai as openai_adapter
-from otel_toolcalls._replay import anthropic_ids, bedrock_ids, openai_chat_ids, openai_responses_ids
-from otel_toolcalls._telemetry import REGISTRY
+from otel_toolcalls._core.replay import anthropic_ids, bedrock_ids, openai_chat_ids, openai_responses_ids
+from otel_toolcalls._core.telemetry import REGISTRY
+from otel_toolcalls._providers.openai import adapter as openai_adapter
 from otel_toolcalls.testing import Script
 from otel_toolcalls.testing.openai_chat import WEATHER, events_for, script_for, tool_call_script
 

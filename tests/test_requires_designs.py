@@ -8,7 +8,7 @@ import importlib.metadata
 
 from packaging.version import Version
 
-from otel_toolcalls._adapters._patches import Earlier, Requires
+from otel_toolcalls._wiring.patches import Earlier, Requires
 
 INSTALLED = Version(importlib.metadata.version("wrapt"))
 NEXT, AFTER_NEXT = f"{INSTALLED.major + 1}.0", f"{INSTALLED.major + 2}.0"

@@ -47,7 +47,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from otel_toolcalls._adapters._returned import AsyncGeneratorProxy, Transparent, relay
+from otel_toolcalls._providers.returned import AsyncGeneratorProxy, Transparent, relay
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as anthropic_wire
 from otel_toolcalls.testing import bedrock as bedrock_wire

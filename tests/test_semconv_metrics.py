@@ -19,7 +19,7 @@ from google.genai import types
 from opentelemetry.sdk.metrics.export import Histogram, Sum
 from opentelemetry.trace import SpanKind
 
-from otel_toolcalls import _inference_metrics
+from otel_toolcalls._core import inference_metrics as _inference_metrics
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
 from otel_toolcalls.testing import gemini as g
@@ -213,7 +213,7 @@ def test_unknown_instrumentation_span_still_gets_metrics(
 
 
 def test_package_metric_names_are_the_conventions() -> None:
-    from otel_toolcalls import _names as n
+    from otel_toolcalls._core import names as n
 
     assert {
         n.METRIC_INFERENCE_DURATION,

@@ -251,7 +251,7 @@ def test_mistral_without_usage_has_none(telemetry: Any, instrument: Any, fake: F
 
 
 def test_package_names_are_the_conventions() -> None:
-    from otel_toolcalls import _names as n
+    from otel_toolcalls._core import names as n
 
     assert (
         n.GEN_AI_USAGE_INPUT_TOKENS,

@@ -10,8 +10,8 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_toolcalls._config import resolve
-from otel_toolcalls._execution import Execution, execution_in_progress
-from otel_toolcalls._telemetry import Telemetry
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.context import Execution, execution_in_progress
 
 
 class _BareSpan(trace.Span):

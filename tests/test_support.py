@@ -1,4 +1,4 @@
-"""otel_toolcalls._support.TESTED against what the version lane runs (tests/versions/run.py), and,
+"""otel_toolcalls._wiring.support.TESTED against what the version lane runs (tests/versions/run.py), and,
 for the agent frameworks, against the versions their lanes' venvs pin (tests/frameworks/)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import ModuleType
 from lanes import FRAMEWORK_VENVS, requirement_pins, requires
 from packaging.version import Version
 
-from otel_toolcalls._support import SURFACES, TESTED
+from otel_toolcalls._wiring.support import SURFACES, TESTED
 
 RUN = Path(__file__).parent / "versions" / "run.py"
 # distribution -> the requirements files of the framework lanes that run it

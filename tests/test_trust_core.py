@@ -15,10 +15,10 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_toolcalls import _names as n
 from otel_toolcalls._config import Settings
-from otel_toolcalls._core import RequestInfo, StreamState
-from otel_toolcalls._telemetry import REGISTRY, Telemetry
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.state import RequestInfo, StreamState
+from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
 
 
 class Ledger(SpanProcessor):
@@ -361,8 +361,8 @@ def _repeating_ids(call: Any) -> list[Any]:
 
 def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
-    from otel_toolcalls._execution import Execution, run
-    from otel_toolcalls._telemetry import current
+    from otel_toolcalls._core.telemetry import current
+    from otel_toolcalls._linking.context import Execution, run
     from otel_toolcalls.testing.openai_chat import Event, ToolCall, request, script_for
 
     done = ToolCall(name="get_weather", id=LONG_DONE, arguments='{"city": "Zürich"}')
@@ -489,8 +489,8 @@ def _failing_tool(city: str) -> str:
 
 def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
     from otel_toolcalls import execute_tool
-    from otel_toolcalls._execution import Execution, run
-    from otel_toolcalls._telemetry import current
+    from otel_toolcalls._core.telemetry import current
+    from otel_toolcalls._linking.context import Execution, run
     from otel_toolcalls.testing import Script, sse
     from otel_toolcalls.testing.openai_chat import WEATHER, chunk, events_for, legacy_error, request
 

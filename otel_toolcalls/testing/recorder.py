@@ -17,9 +17,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from .. import _names as n
-from .._instrumentor import ToolCallsInstrumentor
-from .._telemetry import REGISTRY
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.telemetry import REGISTRY
+from otel_toolcalls._wiring.instrumentor import ToolCallsInstrumentor
 
 _REFUSED = "otel_toolcalls.IncompleteToolCallError"
 _ROLL_BACK = (

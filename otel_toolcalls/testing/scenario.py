@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import _replay
+from otel_toolcalls._core import replay as _replay
+
 from . import anthropic as wire_anthropic
 from . import bedrock as wire_bedrock
 from . import eventstream as wire_eventstream

@@ -24,15 +24,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from framework_spans import (
-    WHOLE,
-    Body,
-    answer,
-    completed_turn,
-    cut_turn,
-    executions,
-    truncated_turn,
-)
+from framework_spans import WHOLE, Body, answer, completed_turn, cut_turn, executions, truncated_turn
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent
 from llama_index.core.agent.workflow.workflow_events import ToolCallResult
 from llama_index.core.tools import FunctionTool, ToolOutput

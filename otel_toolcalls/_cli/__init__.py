@@ -1,0 +1,1 @@
+"""``otel-toolcalls``: the command line (``doctor``, ``chaos``)."""

@@ -1,0 +1,8 @@
+"""The provider-neutral core; it imports no SDK.
+
+A chunk's path: ``request`` (one streamed request, from the SDK call to its iterator) -> ``stream``
+(the finalize-once wrapper) -> the adapter's translator, through ``sink`` -> ``state`` (the state
+machine) -> ``calls`` (one block's end: registry, metrics, span) and, once per stream, the
+inference span and ``inference_metrics``.
+``telemetry`` holds the instruments.
+"""

@@ -1,0 +1,233 @@
+"""One tool-call block: its record while open, and its end (registry, metrics, span).
+
+The end is three steps, each guarded alone: neither the registry nor the metrics depend on the
+exporter path that ``span.end()`` runs (a synchronous processor, a raising one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.trace import Span, Status, StatusCode
+
+from . import names as n
+from .errors import guarded, report
+from .registry import CallRecord
+from .telemetry import Telemetry
+
+# Finish/stop reasons, matched on lower-cased text, so a name the table does not list still lands in
+# the right class (TELEMETRY.md section 6: "token limits of any name", "refusal of any name").
+_TRUNCATING = ("length", "max_tokens", "max_output_tokens", "context_window", "token_limit")
+_FILTERING = (
+    "filter",
+    "safety",
+    "recitation",
+    "blocklist",
+    "prohibited",
+    "guardrail",
+    "refusal",
+    "spii",
+    "armor",
+)
+_ERRORING = frozenset({"error", "timeout", "failed"})
+
+
+# Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
+# as a reason is provider output: past the bound, reasons are classified each time.
+_CLASSIFIED: dict[str, str | None] = {}
+_CLASSIFIED_MAX = 256
+
+
+def classify(reason: str | None) -> str | None:
+    """The abort reason a finish/stop reason means, or None when it completes what it settles."""
+    if not reason:
+        return None
+    try:
+        return _CLASSIFIED[reason]
+    except (KeyError, TypeError):
+        pass
+    found = _classify(reason)
+    if len(_CLASSIFIED) < _CLASSIFIED_MAX and isinstance(reason, str):
+        _CLASSIFIED[reason] = found
+    return found
+
+
+def _classify(reason: str) -> str | None:
+    low = reason.lower()
+    if "malformed" in low:
+        return n.MALFORMED
+    if low in _ERRORING:
+        return n.STREAM_ERROR
+    if any(word in low for word in _TRUNCATING):
+        return n.TRUNCATED
+    if any(word in low for word in _FILTERING):
+        return n.FILTERED
+    return None
+
+
+def error_type_of(exc: BaseException) -> str:
+    """``openai.APIConnectionError`` rather than ``openai._exceptions.APIConnectionError``."""
+    cls = type(exc)
+    module = cls.__module__
+    if module == "builtins":
+        return cls.__qualname__
+    public = []
+    for part in module.split("."):
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join([*public, cls.__qualname__]) if public else cls.__qualname__
+
+
+def start_span(tracer: trace.Tracer, name: str, **options: Any) -> Span:
+    """A span processor raising in ``on_start`` loses the span, not the call's outcome or metrics."""
+    try:
+        return tracer.start_span(name, **options)
+    except Exception as exc:
+        report("start_span", exc)
+        return trace.INVALID_SPAN
+
+
+def utf8_len(text: str) -> int:
+    # str.isascii() is O(1) in CPython; only non-ASCII fragments pay for an encode.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """A tool-call block as its start event names it, the name already cut and an empty id None."""
+
+    key: Hashable
+    name: str
+    call_id: str | None
+    index: int | None
+    tool_type: str
+    choice: int
+    # It arrived whole, its arguments parsed (Gemini parts).
+    whole: bool
+
+
+class Call:
+    __slots__ = (
+        "call_id",
+        "choice",
+        "content",
+        "deltas",
+        "index",
+        "key",
+        "name",
+        "room",
+        "size",
+        "span",
+        "start_ns",
+        "stop_ns",
+        "tool_type",
+        "whole",
+    )
+
+    def __init__(self, opening: Opening, span: Span, start_ns: int, capture: bool) -> None:
+        self.key = opening.key
+        self.name = opening.name
+        self.call_id = opening.call_id
+        self.index = opening.index
+        self.tool_type = opening.tool_type
+        self.choice = opening.choice
+        self.span = span
+        self.start_ns = start_ns
+        self.stop_ns: int | None = None
+        self.deltas = 0
+        self.size = 0
+        # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
+        # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
+        self.whole = opening.whole
+        # Content capture keeps only the characters it will emit, not the whole argument text.
+        self.content: list[str] | None = [] if capture else None
+        self.room = n.MAX_ARGUMENTS_LENGTH
+
+    def keep(self, text: str) -> None:
+        """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as
+        the emitted value is)."""
+        room = self.room
+        if room > 0 and self.content is not None:
+            piece = text[:room]
+            self.content.append(piece)
+            self.room = room - len(piece)
+
+
+# A call to end, its abort reason (None: completed), error type and end time (None: now).
+End = tuple[Call, "str | None", "str | None", "int | None"]
+
+
+def end_call(
+    t: Telemetry,
+    labels: tuple[str, str | None],
+    call: Call,
+    reason: str | None,
+    error_type: str | None,
+    end_ns: int,
+) -> None:
+    """Remembers a call, records its metrics and ends its span; ``reason`` None is completed.
+    ``labels``: the stream's provider and request model."""
+    outcome = n.COMPLETED if reason is None else n.ABORTED
+    if reason == n.STREAM_ERROR:
+        error_type = error_type or n.OTHER
+    elif reason is not None:
+        error_type = reason
+    if call.call_id:
+        guarded(_remember, t, call, outcome, reason)
+    guarded(_record_metrics, t, labels, call, outcome, reason, error_type, end_ns)
+    guarded(_end_span, call, outcome, reason, error_type, end_ns)
+
+
+def _remember(t: Telemetry, call: Call, outcome: str, reason: str | None) -> None:
+    assert call.call_id is not None
+    record = CallRecord(outcome, reason, call.name, call.tool_type, call.span.get_span_context())
+    t.registry.put(call.call_id, record)
+
+
+def _end_span(call: Call, outcome: str, reason: str | None, error_type: str | None, end_ns: int) -> None:
+    span = call.span
+    if span.is_recording():
+        # One set_attributes: the SDK takes its lock and checks the span once, not per attribute.
+        attributes: dict[str, Any] = {n.TOOLCALL_ARGUMENTS_DELTAS: call.deltas}
+        if call.deltas or not call.whole:
+            attributes[n.TOOLCALL_ARGUMENTS_SIZE] = call.size
+        attributes[n.TOOLCALL_OUTCOME] = outcome
+        if reason is not None:
+            attributes[n.TOOLCALL_ABORT_REASON] = reason
+            attributes[n.ERROR_TYPE] = error_type or reason
+        if call.content is not None:
+            attributes[n.GEN_AI_TOOL_CALL_ARGUMENTS] = "".join(call.content)
+        span.set_attributes(attributes)
+        if reason is not None:
+            span.set_status(Status(StatusCode.ERROR, n.ABORT_DESCRIPTIONS[reason]))
+    span.end(end_time=end_ns)
+
+
+def _record_metrics(
+    t: Telemetry,
+    labels: tuple[str, str | None],
+    call: Call,
+    outcome: str,
+    reason: str | None,
+    error_type: str | None,
+    end_ns: int,
+) -> None:
+    provider, model = labels
+    attributes: dict[str, Any] = {
+        n.GEN_AI_PROVIDER_NAME: provider,
+        n.GEN_AI_TOOL_NAME: t.tool_name_for_metrics(call.name),
+        n.TOOLCALL_OUTCOME: outcome,
+    }
+    if model:
+        attributes[n.GEN_AI_REQUEST_MODEL] = model
+    if call.deltas or not call.whole:
+        t.arguments_size.record(call.size, attributes)
+    t.arguments_deltas.record(call.deltas, attributes)
+    if reason is not None:
+        attributes = {**attributes, n.TOOLCALL_ABORT_REASON: reason, n.ERROR_TYPE: error_type or reason}
+    t.calls.add(1, attributes)
+    t.duration.record(max(0, end_ns - call.start_ns) / 1e9, attributes)

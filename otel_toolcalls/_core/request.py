@@ -1,0 +1,274 @@
+"""One streamed request's lifecycle, the same for every adapter.
+
+``Request`` is made when the SDK is asked for a stream (``begin``) and carries what the request
+knows (provider, model, server, parent context, the replayed-aborted-call check) to the moment
+the SDK's iterator exists (``attach``: the stream's ``StreamState``, the finalize-once wrapper,
+sync or async chosen once, the binding, collection watching, the exit hook), or to its failure
+before any stream existed (``failed_before_stream``). A request in flight is the one context
+variable ``CURRENT``, set for the SDK's own call (``entered``): the SDK builds its stream inside
+that call, in the same context.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import logging
+import time
+import weakref
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+
+from . import replay as _replay
+from .errors import guarded
+from .peers import foreign_inference_span
+from .state import RequestInfo, StreamState
+from .stream import Process, bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
+from .telemetry import Telemetry
+
+__all__ = [
+    "CURRENT",
+    "Request",
+    "current",
+    "foreign_inference_span",
+    "keep",
+    "kept",
+    "model_of",
+    "stash",
+    "stashed",
+    "traced_elsewhere",
+    "watch",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass
+class Request:
+    telemetry: Telemetry
+    provider: str
+    model: str | None = None
+    operation: str = "chat"
+    server: tuple[str | None, int | None] = (None, None)
+    start_ns: int = field(default_factory=time.time_ns)
+    parent: otel_context.Context = field(default_factory=otel_context.get_current)
+    replayed: _replay.Replayed | None = None
+    # The SDK traces its requests itself: a request failing before any stream gets no span of ours.
+    sdk_traces: bool = False
+    # What the adapter needs again at the stream (the route of a Stainless request).
+    detail: Any = None
+    state: StreamState | None = None
+    # Someone else's inference span for this request, known while it records (when the request is
+    # made): adopted even if it ends before the stream is read (Logfire's ends with the SDK's call).
+    foreign: Any = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.foreign = foreign_inference_span(self.parent)
+
+    def stream(self) -> StreamState:
+        """The request's ``StreamState``, made at the first need."""
+        return self.state if self.state is not None else self.new_state()
+
+    def new_state(self, sdk_span: Callable[[], Any] | None = None) -> StreamState:
+        """A ``StreamState`` for a stream of this request. The inference span adopted, if any: the
+        SDK's own (``sdk_span``), the innermost, else someone else's (``foreign``)."""
+        adopted = sdk_span() if sdk_span is not None else None
+        if adopted is None:
+            adopted = self.foreign
+        host, port = self.server
+        info = RequestInfo(
+            provider=self.provider,
+            model=self.model,
+            operation=self.operation,
+            server_address=host,
+            server_port=port,
+            start_ns=self.start_ns,
+            parent=self.parent,
+            adopted_span=adopted,
+        )
+        self.state = state = StreamState(self.telemetry, info)
+        _replay.record(self.telemetry, self.replayed, state.span, state.provider, self.model)
+        install_exit_hook()
+        return state
+
+    def attach(
+        self,
+        iterator: Any,
+        process: Process,
+        *,
+        key: object = None,
+        owner: object = None,
+        sdk_span: Callable[[], Any] | None = None,
+        fresh: bool = True,
+    ) -> Any:
+        """The SDK's iterator, wrapped: ``key`` is what every view of the stream shares (the close
+        hooks find the state there), ``owner`` what the user holds (its collection abandons it).
+        ``fresh``: a new state for each stream of the request (a raw response parsed twice);
+        otherwise the one ``stream()`` made (a request whose state exists before its stream)."""
+        state = self.new_state(sdk_span) if fresh or self.state is None else self.state
+        if key is not None:
+            bind(key, state)
+        if owner is not None:
+            watch(owner, state)
+        if hasattr(iterator, "__anext__"):
+            return wrap_async(iterator, state, process)
+        return wrap_sync(iterator, state, process)
+
+    def failed_before_stream(self, exc: BaseException) -> None:
+        """The request raised before any stream existed (refused, throttled, unreachable): the
+        inference span still records it (someone else's, adopted, gets the outcome), and the
+        metrics, unless the SDK traces its requests itself."""
+        if self.state is not None:
+            return
+        if not self.telemetry.settings.inference_spans or self.sdk_traces:
+            span = trace.get_current_span(self.parent)
+            _replay.record(self.telemetry, self.replayed, span, self.provider, self.model)
+            return
+        self.stream().failed(exc)
+
+    def run(self, call: Callable[[], Any]) -> Any:
+        """The SDK's call that makes the request (and, within it, the stream): ``CURRENT`` is this
+        request meanwhile, and what it raises is recorded as the request's failure, then re-raised."""
+        with _Running(self):
+            return call()
+
+    async def arun(self, awaitable: Awaitable[Any]) -> Any:
+        """``run`` for an async SDK: the request is made while ``awaitable`` runs."""
+        with _Running(self):
+            return await awaitable
+
+    async def sent(self, awaitable: Awaitable[Any]) -> Any:
+        """The await that sends the request, for an SDK whose stream exists only after it: what
+        it raises ends the request's stream as the async wrapper would."""
+        try:
+            return await awaitable
+        except BaseException as exc:
+            ended_by(self.stream(), exc)
+            raise
+
+    def entered(self) -> Entered:
+        """``CURRENT`` is this request for the SDK's call that builds its stream, or for each step
+        of a generator the SDK made (one object serves every step: a generator is never
+        re-entered)."""
+        return Entered(self)
+
+    def closed(self) -> None:
+        """A close the package saw on what the user holds (a generator it handed back): the
+        request's stream, if one was made, ends closed."""
+        if self.state is not None:
+            self.state.closed()
+
+
+class Entered:
+    __slots__ = ("request", "token")
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+        self.token: contextvars.Token[Request | None] | None = None
+
+    def __enter__(self) -> Request:
+        self.token = CURRENT.set(self.request)
+        return self.request
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.token is not None:
+            CURRENT.reset(self.token)
+            self.token = None
+
+
+class _Running(Entered):
+    """``entered()`` around the SDK's call that makes the request: what it raises is recorded as
+    the request's failure before any stream existed (and goes on to the caller). A class, not a
+    generator-based context manager, which costs about as much as the rest of the call's work."""
+
+    __slots__ = ()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if isinstance(exc_info[1], Exception):
+            guarded(self.request.failed_before_stream, exc_info[1])
+        super().__exit__(*exc_info)
+
+
+CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar(
+    "otel_toolcalls_request", default=None
+)
+
+
+# Requests whose stream is built after the SDK's call returned (raw responses, anthropic's lazy
+# stream), keyed on the HTTP response the stream will hold. A request does not reference its key.
+_STASHED: weakref.WeakKeyDictionary[Any, Request] = weakref.WeakKeyDictionary()
+
+
+def stash(key: object, request: Request) -> None:
+    if request.state is None and key is not None:
+        _STASHED[key] = request
+
+
+def stashed(key: object) -> bool:
+    try:
+        return key is not None and key in _STASHED
+    except TypeError:  # not weakly referenceable: never stashed
+        return False
+
+
+def current(key: object = None) -> Request | None:
+    """The request in flight, or the one stashed on ``key``."""
+    found = CURRENT.get()
+    if found is None and key is not None:
+        found = _STASHED.pop(key, None)
+    return found
+
+
+def traced_elsewhere(*keys: object) -> StreamState | None:
+    """The state another adapter bound to one of ``keys`` (LiteLLM over the openai SDK), if any."""
+    for key in keys:
+        state = bound(key) if key is not None else None
+        if state is not None:
+            return state
+    return None
+
+
+# Per-stream state an adapter keeps for an SDK object it cannot wrap (LiteLLM's stream wrapper is
+# the object the user iterates): keyed weakly on it, never in its attributes. A value must not
+# reference its key (through a bound method of it, say), or the key never dies.
+_KEPT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def keep(owner: object, value: Any) -> None:
+    _KEPT[owner] = value
+
+
+def kept(owner: object) -> Any:
+    try:
+        return _KEPT.get(owner)
+    except TypeError:  # unhashable: never kept
+        return None
+
+
+def model_of(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def watch(owner: object, state: StreamState) -> None:
+    """Ends ``state`` as abandoned when ``owner`` (what the user holds) is garbage-collected.
+
+    A weak reference to ``owner`` whose callback holds the state weakly, kept by the state itself:
+    until the stream ends the core's table of live streams keeps the state (and so the reference);
+    once it ended, nothing here keeps it (or its spans) alive for as long as the user keeps the
+    stream object, and the stream's end need not detach anything. A plain weak reference rather
+    than ``weakref.finalize``: a fifth of the cost per stream, and no atexit run to switch off
+    (interpreter exit is _stream._end_live_streams's, before the tracer provider's shutdown)."""
+    try:
+        state.watcher = weakref.ref(owner, functools.partial(_abandon, weakref.ref(state)))
+    except TypeError:
+        _log.debug("otel_toolcalls: %r cannot be watched for collection", type(owner))
+
+
+def _abandon(ref: weakref.ref[StreamState], _owner: Any = None) -> None:
+    state = ref()
+    if state is not None:
+        state.abandoned()

@@ -1,0 +1,88 @@
+"""What a translator may do to a stream: the one interface between the adapters' chunk readers and
+the core. ``StreamState`` implements it (a subclass: ``block_started`` is written here once, the
+core implements what it hands over); a translator imports nothing else from the core."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any, Protocol
+
+from . import names as n
+from .calls import Opening, classify
+
+# classify: the abort reason a finish reason means, for a translator that must decide by it.
+__all__ = ["Sink", "by_type", "classify"]
+
+
+class Sink(Protocol):
+    # What the response says of itself; the translator sets each from the chunk carrying it.
+    response_id: str | None
+    response_model: str | None
+    usage: Any  # a _usage.Usage, from the event carrying the final count
+    pending_usage: Any  # Anthropic's message_start usage until message_delta
+    # Blocks started so far (Gemini numbers its calls by it).
+    tool_calls: int
+
+    def block_started(
+        self,
+        key: Hashable,
+        *,
+        name: str,
+        call_id: str | None = None,
+        index: int | None = None,
+        tool_type: str = n.TOOL_TYPE_FUNCTION,
+        choice: int = 0,
+        whole: bool = False,
+    ) -> None:
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts).
+        Defined here, once, for every implementation: the core takes the ``Opening``."""
+        self._open_block(
+            Opening(key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole)
+        )
+
+    def _open_block(self, opening: Opening) -> None: ...
+
+    def fragment(self, key: Hashable, text: str | None) -> None: ...
+
+    def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None: ...
+
+    def block_stopped(self, key: Hashable, *, unsettled: str | None = None) -> None: ...
+
+    def block_completed(self, key: Hashable) -> None: ...
+
+    def block_aborted(self, key: Hashable, reason: str | None, error_type: str | None = None) -> None: ...
+
+    def other_block_started(self) -> None: ...
+
+    def settle(
+        self, reason: str | None, *, choice: int | None = None, completes_open: bool = False
+    ) -> None: ...
+
+    def final_event(self) -> None: ...
+
+    def error_event(self, error_type: str | None) -> None: ...
+
+    def is_open(self, key: Hashable) -> bool: ...
+
+    def call_id_of(self, key: Hashable) -> str | None:
+        """The call id of the block open at ``key`` (None: none open, or it has no id)."""
+        ...
+
+    def open_keys(self) -> list[Hashable]: ...
+
+
+Handler = Callable[[Sink, Any], None]
+
+
+def by_type(handlers: dict[str, Handler], *, name: str, module: str) -> Handler:
+    """A translator that hands each event to the handler of its ``type`` (others are ignored);
+    ``name`` and ``module`` are its own, for the internal-error site it reports under."""
+
+    def process_event(state: Sink, event: Any) -> None:
+        handler = handlers.get(event.type)
+        if handler is not None:
+            handler(state, event)
+
+    process_event.__qualname__ = process_event.__name__ = name
+    process_event.__module__ = module
+    return process_event

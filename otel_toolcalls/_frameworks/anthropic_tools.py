@@ -1,0 +1,72 @@
+"""anthropic's beta tool runner: each tool it executes gets its execution span, linked to the call.
+
+Choke point: ``BaseToolRunner._tool_use_span`` (anthropic.lib.tools._beta_runner), the context
+manager every tool run of every runner goes through (sync and async, streaming or not, eager or
+not, toolset members too). When the SDK traces itself, that context manager makes its own
+execution span (``anthropic.custom_tool_use {name}``, ``gen_ai.operation.name = execute_tool``):
+the package annotates it (outcome, link) instead of making a second one. Otherwise the package's
+``execute_tool`` span wraps the run.
+
+Strict mode refuses an aborted call before the tool runs: ``IncompleteToolCallError`` leaves the
+runner's ``with`` block, so it reaches the code driving the runner (``until_done()``, iteration,
+``generate_tool_call_response()``); the tool's body never runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.context import Execution
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+_log = logging.getLogger(__name__)
+
+# What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="anthropic", targets=(("anthropic.lib.tools._beta_runner", "BaseToolRunner._tool_use_span"),)
+)
+_patches = Patches()
+
+
+@contextlib.contextmanager
+def _traced_run(telemetry: Telemetry, sdk_run: Any, call_id: str, name: str) -> Iterator[Any]:
+    # Inside the SDK's own execution span, when it traces itself: that span is annotated.
+    with sdk_run as run, Execution(call_id, name, telemetry) as execution:
+        yield run
+        execution.returned(run, _error_result)
+
+
+def _error_result(run: Any) -> str | None:
+    # The runner turns a raising tool into an `is_error` result and raises nothing: the execution
+    # learns of the failure from the result (the SDK's own span uses the same `tool_error` type).
+    result = getattr(run, "result", None)
+    return "tool_error" if isinstance(result, dict) and result.get("is_error") is True else None
+
+
+def _wrapper(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    sdk_run = wrapped(*args, **kwargs)
+    if not is_instrumentation_enabled():
+        return sdk_run
+    try:
+        tool_use = args[2] if len(args) > 2 else kwargs["tool_use"]
+        call_id, name = tool_use.id, tool_use.name
+    except Exception:
+        _log.debug("otel_toolcalls: unexpected tool runner call", exc_info=True)
+        return sdk_run
+    return _traced_run(telemetry, sdk_run, call_id, name)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    # The telemetry this instrument() was given, not whichever is active when a tool runs.
+    return _patches.wrap_all(REQUIRES, functools.partial(_wrapper, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

@@ -1,0 +1,65 @@
+"""AutoGen (``autogen-agentchat`` on ``autogen-core``): each tool call an ``AssistantAgent`` runs.
+
+Choke point: ``trace_tool_span`` as ``autogen_core.tools._base`` uses it in ``BaseTool.run_json``
+and ``BaseStreamTool.run_json_stream``, with the model's ``tool_call_id``: AutoGen opens its own
+``execute_tool {name}`` span there and hands it over. That span, with the tool body running inside,
+gets ``toolcall.outcome`` and the link, never a second one; when AutoGen's tracer records nothing,
+the package makes the execution span inside AutoGen's context manager.
+
+A strict refusal raises inside AutoGen's span: AutoGen records it (status ERROR), and its workbench
+turns it into an error ``ToolResult`` for the model (``is_error``, the refusal's text), the way it
+reports any tool that raised; the run goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.trace import Span
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.context import Execution
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+from .own_spans import annotate_or_refuse
+
+_log = logging.getLogger(__name__)
+
+# autogen-core's tools, as autogen-agentchat's AssistantAgent runs them.
+REQUIRES = Requires(sdk="autogen-core", targets=(("autogen_core.tools._base", "trace_tool_span"),))
+_patches = Patches()
+
+
+@contextmanager
+def _inside(telemetry: Telemetry, autogen_span: Any, call_id: str | None, name: Any) -> Iterator[Span]:
+    with autogen_span as span:
+        if span.is_recording():
+            refused = annotate_or_refuse(telemetry, span, call_id)
+            if refused is not None:
+                raise refused
+            yield span
+            return
+        # A strict refusal raises on entering, inside AutoGen's span.
+        with Execution(call_id, name if isinstance(name, str) else None, telemetry):
+            yield span
+
+
+def _trace_tool_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    call_id = kwargs.get("tool_call_id")
+    if not call_id or not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    name = kwargs.get("tool_name", args[0] if args else None)
+    return _inside(telemetry, wrapped(*args, **kwargs), call_id, name)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _patches.wrap_all(REQUIRES, functools.partial(_trace_tool_span, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

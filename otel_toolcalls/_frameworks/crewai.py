@@ -1,0 +1,95 @@
+"""CrewAI: an ``execute_tool`` span around each native (function-calling) tool call an agent runs.
+
+Choke point: ``AgentExecutor._execute_single_native_tool_call(tool_call)``, which parses the
+model's call, runs the before/after hooks and the tool; the call id is what CrewAI's own
+``extract_tool_call_info`` reads from the call. Before 1.15.29 that executor was in
+``crewai.experimental.agent_executor`` (the default from 1.14.5), beside ``CrewAgentExecutor``
+(``crewai.agents.crew_agent_executor``: the default before 1.14.5, an option until 1.15.29), whose
+same-named method takes the call already read (``call_id=``, ``func_name=``, ``func_args=``).
+A call whose arguments do not parse (CrewAI's ``parse_tool_call_args``) never runs: it gets no
+span. CrewAI's telemetry is not OpenTelemetry spans of the application's provider: the package
+makes the execution span.
+
+A strict refusal raises before the call is parsed or run: calls run one after another let it out
+of ``Crew.kickoff()``; calls run in parallel (CrewAI's thread pool) have CrewAI fold it into an
+"Error executing tool" result for the model, as it does any exception there. CrewAI turns a tool's
+own exception into a result string: the span does not see it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.context import Execution, run
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+
+_log = logging.getLogger(__name__)
+
+_METHOD = "_execute_single_native_tool_call"
+REQUIRES = Requires(
+    sdk="crewai",
+    targets=(("crewai.agents.agent_executor", f"AgentExecutor.{_METHOD}"),),
+    earlier=(
+        Earlier(
+            "1.15.29",
+            (
+                ("crewai.experimental.agent_executor", f"AgentExecutor.{_METHOD}"),
+                ("crewai.agents.crew_agent_executor", f"CrewAgentExecutor.{_METHOD}"),
+            ),
+        ),
+    ),
+)
+_patches = Patches()
+
+
+def _read(args: Any, kwargs: Any) -> Any:
+    """(call id, name, arguments) as CrewAI reads them from the model's call; None for no call."""
+    if "call_id" in kwargs:  # CrewAgentExecutor: the call already read
+        return kwargs["call_id"], kwargs.get("func_name"), kwargs.get("func_args")
+    tool_call = kwargs.get("tool_call", args[0] if args else None)
+    if tool_call is None:
+        return None
+    from crewai.utilities.agent_utils import extract_tool_call_info
+
+    return extract_tool_call_info(tool_call)
+
+
+def _call_of(args: Any, kwargs: Any) -> tuple[str | None, str | None] | None:
+    """(call id, tool name) as CrewAI itself reads them; None for a call CrewAI will not run
+    because its arguments do not parse (it answers the model with an error instead)."""
+    try:
+        from crewai.utilities.agent_utils import parse_tool_call_args
+
+        info = _read(args, kwargs)
+        if not info:
+            return None
+        call_id, name, arguments = info
+        if parse_tool_call_args(arguments, name, call_id)[1] is not None:
+            return None
+    except Exception:
+        _log.debug("otel_toolcalls: could not read CrewAI's tool call", exc_info=True)
+        return None, None
+    return (call_id if isinstance(call_id, str) else None), (name if isinstance(name, str) else None)
+
+
+def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    call = _call_of(args, kwargs)
+    if call is None:
+        return wrapped(*args, **kwargs)
+    call_id, name = call
+    return run(Execution(call_id, name, telemetry), wrapped, args, kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _patches.wrap_all(REQUIRES, functools.partial(_execute, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

@@ -1,0 +1,97 @@
+"""Google ADK (``google-adk``): each function call the runner executes for the model.
+
+Choke point: ``_call_tool_async`` in ``google.adk.flows.llm_flows.tools._caller``, the call of
+``tool.run_async`` once the before-tool callbacks let it run; its ``ToolContext`` carries
+``function_call_id`` (the model's id, or the ``adk-…`` id ADK assigns where the model gave none).
+The same function, with the same arguments, lived in ``google.adk.flows.llm_flows._tool_caller``
+in 2.9 and was ``__call_tool_async`` in ``google.adk.flows.llm_flows.functions`` before (1.x to 2.8).
+
+ADK makes its own ``execute_tool {name}`` span around it (``record_tool_execution``) and says so
+in the OpenTelemetry context (its tool-execution scope; before 2.7, the span's name says it):
+that span, current here, gets
+``toolcall.outcome`` and the link, never a second one. When ADK's tracer records nothing, the
+package makes the execution span. A strict refusal raises inside ADK's span: ADK hands it to its
+``on_tool_error_callback``s, marks its span ERROR, and raises it to the runner's caller when no
+callback answers it.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.trace import Span
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.context import Execution, run_async
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+
+from .own_spans import annotate_or_refuse
+
+_log = logging.getLogger(__name__)
+
+_FLOWS = "google.adk.flows.llm_flows"
+REQUIRES = Requires(
+    sdk="google-adk",
+    targets=((f"{_FLOWS}.tools._caller", "_call_tool_async"),),
+    earlier=(
+        Earlier("2.10.0", ((f"{_FLOWS}._tool_caller", "_call_tool_async"),)),
+        Earlier("2.9.0", ((f"{_FLOWS}.functions", "__call_tool_async"),)),
+    ),
+)
+_patches = Patches()
+
+
+def _adk_span(tool: Any) -> Span | None:
+    """ADK's execute_tool span, when ADK says a tool execution of its is being recorded."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return None
+    try:
+        from google.adk.telemetry import _instrumentation
+
+        scope = getattr(_instrumentation, "_active_tool_execution_tel_ctx", None)
+    except ImportError:
+        scope = None  # older 1.x: no _instrumentation module
+    if scope is None:
+        # Before 2.7 ADK keeps no scope: its span, current here, is the one named for the tool.
+        named = getattr(span, "name", None) == f"execute_tool {getattr(tool, 'name', None)}"
+        return span if named else None
+    try:
+        return None if scope() is None else span
+    except Exception:
+        _log.debug("otel_toolcalls: ADK's tool-execution scope not read", exc_info=True)
+        return None
+
+
+async def _annotated(
+    telemetry: Telemetry, span: Span, call_id: Any, wrapped: Any, args: Any, kwargs: Any
+) -> Any:
+    refused = annotate_or_refuse(telemetry, span, call_id)
+    if refused is not None:
+        raise refused
+    return await wrapped(*args, **kwargs)
+
+
+def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # _call_tool_async(tool, args=..., tool_context=...)
+    if not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    tool = kwargs.get("tool", args[0] if args else None)
+    tool_context = kwargs.get("tool_context", args[2] if len(args) > 2 else None)
+    call_id = getattr(tool_context, "function_call_id", None)
+    span = _adk_span(tool)
+    if span is not None:
+        return _annotated(telemetry, span, call_id, wrapped, args, kwargs)
+    return run_async(Execution(call_id, getattr(tool, "name", None), telemetry), wrapped, args, kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _patches.wrap_all(REQUIRES, functools.partial(_call_tool_async, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

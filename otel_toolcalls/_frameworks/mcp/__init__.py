@@ -1,0 +1,1 @@
+"""MCP: a call carried in ``params._meta`` to the server that runs the tool."""

@@ -1,0 +1,49 @@
+"""OpenAI Agents SDK (``openai-agents``): an ``execute_tool`` span around each function tool the
+runner executes.
+
+Choke point: ``_invoke_function_tool_with_metadata`` (the runner's call of
+``FunctionTool.on_invoke_tool`` with the ``ToolContext`` that carries ``tool_call_id``), patched
+where the runner imported it and in ``agents.tool`` (``invoke_function_tool``, realtime sessions).
+
+The SDK's own tracing is not OpenTelemetry (its spans go to its trace processors): there is no
+OpenTelemetry span of the SDK to annotate, so the package always makes its own. Hosted tools
+(web search, file search, code interpreter) run at the provider and are not executed here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.context import Execution, run_async
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+_log = logging.getLogger(__name__)
+
+_FUNCTION = "_invoke_function_tool_with_metadata"
+_MODULES = ("agents.run_internal.tool_execution", "agents.tool")
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="openai-agents", targets=tuple((module, _FUNCTION) for module in _MODULES))
+_patches = Patches()
+
+
+def _invoke(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    if not is_instrumentation_enabled():
+        return wrapped(*args, **kwargs)
+    context = kwargs.get("context")
+    tool = kwargs.get("function_tool")
+    name = getattr(tool, "name", None) or getattr(context, "tool_name", None)
+    execution = Execution(getattr(context, "tool_call_id", None), name, telemetry)
+    return run_async(execution, wrapped, args, kwargs)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _patches.wrap_all(REQUIRES, functools.partial(_invoke, telemetry))
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

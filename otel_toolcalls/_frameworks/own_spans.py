@@ -1,0 +1,34 @@
+"""Someone else's execution span: a framework that makes its own (Strands, ADK, AutoGen).
+
+The adapters find that span through the framework itself (the span it handed its tool runner, or
+the one it made for this call), never by reading ``span.attributes`` / ``span.kind``, which only
+the OpenTelemetry SDK's span class has: under another tracer provider that check would miss the
+framework's span and double it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from opentelemetry.trace import Span
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
+
+_log = logging.getLogger(__name__)
+
+
+def annotate_or_refuse(
+    telemetry: Telemetry, span: Span, call_id: str | None
+) -> IncompleteToolCallError | None:
+    """Adds ``toolcall.outcome`` and (for a completed call) the link to the framework's span; in
+    strict mode, for an aborted call, marks it refused (status ERROR) and returns the error for the
+    adapter to report through the framework's own tool-error path (raising there would end the
+    framework's span OK, or be swallowed). Never ends the span."""
+    if not span.is_recording():
+        return None
+    try:
+        annotate_execution(span, call_id, telemetry=telemetry)
+    except IncompleteToolCallError as refused:
+        return refused
+    return None

@@ -1,0 +1,62 @@
+"""Execution spans the package made or annotated, known by the package's own record of them.
+
+Reading ``span.attributes`` works only for the OpenTelemetry SDK's span class: under another
+tracer provider the check would miss the package's own span and make a second one. So the package
+records each execution span it starts (``execute_tool``) or annotates (a framework's), keyed
+weakly on the span object; attributes are read only as the fallback, for a framework's span the
+package has not seen yet.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from opentelemetry.trace import Span
+
+from otel_toolcalls._core import names as n
+
+# span -> the call id it executes (cut, as the span carries it), or None when it has none.
+_EXECUTIONS: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+_ANNOTATED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def record(span: Span, call_id: str | None) -> None:
+    """An execution span the package made, or a framework's it added the outcome (and link) to."""
+    try:
+        _EXECUTIONS[span] = call_id
+        _ANNOTATED.add(span)
+    except TypeError:  # a span class without weak references: the fallback reads it
+        pass
+
+
+def _attributes(span: Span) -> Any:
+    return getattr(span, "attributes", None) or {}
+
+
+def is_execution(span: Span) -> bool:
+    try:
+        if span in _EXECUTIONS:
+            return True
+    except TypeError:
+        pass
+    return bool(_attributes(span).get(n.GEN_AI_OPERATION_NAME) == n.OPERATION_EXECUTE_TOOL)
+
+
+def is_annotated(span: Span) -> bool:
+    try:
+        if span in _ANNOTATED:
+            return True
+    except TypeError:
+        pass
+    return n.TOOLCALL_OUTCOME in _attributes(span)
+
+
+def call_id_of(span: Span) -> Any:
+    """The call id the span executes: as recorded, else as the span carries it (None: unknown)."""
+    try:
+        if span in _EXECUTIONS:
+            return _EXECUTIONS[span]
+    except TypeError:
+        pass
+    return _attributes(span).get(n.GEN_AI_TOOL_CALL_ID)

@@ -1,0 +1,1 @@
+"""Anthropic Messages (its format, shared with Bedrock InvokeModel, is in ``formats/``)."""

@@ -1,0 +1,96 @@
+"""The anthropic SDK: Messages streams, stable and beta, on every client class.
+
+One set of patches for the SDK (see ``_stainless``). Notes that shaped it:
+- The SDK runs ``__stream__`` lazily on a copy of the ``Stream`` the user holds; the state is keyed
+  on the HTTP response both share, so ``close()`` on the original still reaches it.
+- ``messages.stream()`` helpers (``MessageStream``) read the same ``Stream`` and close it through
+  ``Stream.close``: no helper close needs its own patch.
+- The SDK traces itself (one CLIENT span per API call, on by default). That span is the inference
+  span of the request: the package parents its tool-call spans to it and makes none of its own.
+- ``AnthropicBedrock`` / ``AnthropicVertex`` post to other paths, but the request is read before
+  the SDK rewrites its URL, so ``/v1/messages`` matches them too.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from otel_toolcalls._core.replay import anthropic_ids
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.formats.anthropic_messages import process_event
+from otel_toolcalls._providers.stainless import Route, StainlessSDK
+from otel_toolcalls._wiring.patches import Requires
+
+_log = logging.getLogger(__name__)
+
+
+def _is_messages(path: str) -> bool:
+    # "/v1/messages" (the beta twin adds "?beta=true", which the route drops before matching);
+    # the rewritten Bedrock / Vertex paths, for streams built without a request the package saw.
+    return path.endswith(("/v1/messages", "/invoke-with-response-stream", ":streamRawPredict"))
+
+
+def _sdk_span(stream: Any) -> Any:
+    """The SDK's own span for the request of ``stream``, while it records.
+
+    The SDK wraps the response body in a stream that carries an observer holding the call's span
+    (``anthropic._tracing.SpanEndingStream.stream_observer``, a ``FirstEnd`` around a
+    ``StreamedMessage``). The span was current only inside the SDK's ``request``, not where the
+    stream is read, so it is found here rather than as the current span.
+    """
+    body = getattr(getattr(stream, "response", None), "stream", None)
+    observer = getattr(body, "stream_observer", None)
+    if observer is None:
+        return None
+    span = getattr(getattr(observer, "inner", observer), "_span", None)
+    if span is None or not span.is_recording():
+        return None
+    return span
+
+
+def _sdk_traces(client: Any) -> bool:
+    # anthropic 2.x: `_tracer` is None when ANTHROPIC_OPEN_TELEMETRY=false or open_telemetry=False.
+    return getattr(client, "_tracer", None) is not None
+
+
+# Before anthropic 1.14 the client does not name its platform: its class does.
+_PLATFORM_CLIENTS = {
+    "AnthropicBedrock": "aws.bedrock",
+    "AsyncAnthropicBedrock": "aws.bedrock",
+    "AnthropicVertex": "gcp.vertex_ai",
+    "AsyncAnthropicVertex": "gcp.vertex_ai",
+}
+
+
+def _provider_of(client: Any) -> str | None:
+    # AnthropicBedrock: "aws.bedrock"; AnthropicVertex: "gcp.vertex_ai"; Anthropic: "anthropic".
+    name = getattr(client, "_gen_ai_provider_name", None)
+    if isinstance(name, str):
+        return name
+    for cls in type(client).__mro__:
+        if cls.__name__ in _PLATFORM_CLIENTS:
+            return _PLATFORM_CLIENTS[cls.__name__]
+    return None
+
+
+SDK = StainlessSDK(
+    module="anthropic",
+    provider="anthropic",
+    routes=[Route(_is_messages, process_event, "chat", anthropic_ids)],
+    find_sdk_span=_sdk_span,
+    sdk_traces=_sdk_traces,
+    provider_of=_provider_of,
+    watch_streams=False,
+)
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="anthropic", targets=SDK.targets, provider=SDK.provider)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return SDK.instrument(telemetry)
+
+
+def uninstrument() -> None:
+    SDK.uninstrument()

@@ -1,0 +1,1 @@
+"""AWS Bedrock: ConverseStream and InvokeModelWithResponseStream, botocore and aiobotocore."""

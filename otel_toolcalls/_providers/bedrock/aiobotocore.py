@@ -1,0 +1,46 @@
+"""AWS Bedrock streams through aiobotocore (used by aioboto3 and by frameworks calling Bedrock
+from asyncio): ``converse_stream()`` and ``invoke_model_with_response_stream()``.
+
+``AioBaseClient._make_api_call`` is a coroutine overriding botocore's; the ``AioEventStream`` it
+returns is handed back as the async proxy of ``_bedrock_streams``: the same translators as boto3's,
+read with ``async for``; ``close()`` (sync, as the SDK's), cancellation while awaiting a chunk, and
+collection end the stream as they say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.servers import guarded
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+from .adapter import request_of
+from .streams import PROVIDER, hand_back
+
+_TARGET = ("aiobotocore.client", "AioBaseClient._make_api_call")
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="aiobotocore", targets=(_TARGET,), provider=PROVIDER)
+
+_patches = Patches()
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    try:
+        import aiobotocore.client  # noqa: F401
+    except ImportError:
+        return False
+
+    async def api_call(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        request = request_of(telemetry, instance, args, kwargs)
+        if request is None:
+            return await wrapped(*args, **kwargs)
+        result = await request.arun(wrapped(*args, **kwargs))
+        guarded(hand_back, request, result)
+        return result
+
+    return _patches.wrap(*_TARGET, api_call)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

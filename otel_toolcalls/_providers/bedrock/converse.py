@@ -1,0 +1,88 @@
+"""Translator for Bedrock ConverseStream events (botocore's parsed dicts) -> core events.
+
+Each parsed event is a one-key dict named after its ``:event-type``. Only the keys that decide a
+call's state are read; the argument fragment is counted, never parsed or joined. Keys are the
+``contentBlockIndex``: it is unique per block within one response.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core import usage
+from otel_toolcalls._core.sink import Sink
+
+_log = logging.getLogger(__name__)
+
+
+def _block_delta(state: Sink, *, body: Any) -> None:
+    tool_use = body["delta"].get("toolUse")
+    if tool_use is not None:
+        # {"contentBlockDelta":{"delta":{"toolUse":{"input":"{\"loc"}},"contentBlockIndex":0}}
+        state.fragment(body.get("contentBlockIndex"), tool_use.get("input"))
+        return
+    # {"contentBlockDelta":{"delta":{"text":"Let me"},"contentBlockIndex":1}}: text and reasoning
+    # blocks open with their first delta; a block starting after a stopped tool block means the
+    # token limit did not cut that one.
+    state.other_block_started()
+
+
+def _block_start(state: Sink, *, body: Any) -> None:
+    tool_use = body["start"].get("toolUse")
+    if tool_use is None:
+        # {"contentBlockStart":{"start":{"image":{...}},"contentBlockIndex":2}}
+        state.other_block_started()
+        return
+    # {"contentBlockStart":{"start":{"toolUse":{"toolUseId":"t_1","name":"f"}},"contentBlockIndex":0}}
+    index = body.get("contentBlockIndex")
+    name = tool_use.get("name")
+    if not name:
+        _log.debug("Bedrock toolUse block without a name at index %r: no span", index)
+        return
+    state.block_started(
+        index,
+        name=name,
+        call_id=tool_use.get("toolUseId") or None,
+        index=index,
+        tool_type=n.TOOL_TYPE_EXTENSION
+        if tool_use.get("type") == "server_tool_use"
+        else n.TOOL_TYPE_FUNCTION,
+    )
+
+
+def _block_stop(state: Sink, *, body: Any) -> None:
+    # {"contentBlockStop":{"contentBlockIndex":0}}
+    state.block_stopped(body.get("contentBlockIndex"))
+
+
+def _metadata(state: Sink, *, body: Any) -> None:
+    # After messageStop: {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,...},...}}
+    state.usage = usage.bedrock(body)
+
+
+def _message_stop(state: Sink, *, body: Any) -> None:
+    # {"messageStop":{"stopReason":"max_tokens"}}: max_tokens / model_context_window_exceeded
+    # truncate, guardrail_intervened / content_filtered filter, malformed_* are malformed.
+    state.settle(body.get("stopReason"))
+    state.final_event()
+
+
+_HANDLERS: dict[str, Callable[..., None]] = {
+    "contentBlockDelta": _block_delta,
+    "contentBlockStart": _block_start,
+    "contentBlockStop": _block_stop,
+    "messageStop": _message_stop,
+    "metadata": _metadata,
+}
+
+
+def process_event(state: Sink, event: Any) -> None:
+    # A parsed event is one key, its type: {"contentBlockDelta": {...}}.
+    for kind, body in event.items():
+        handler = _HANDLERS.get(kind)
+        if handler is not None and body is not None:
+            handler(state, body=body)
+            return

@@ -1,0 +1,151 @@
+"""What boto3 and aiobotocore hand back for a Bedrock stream, traced: a proxy of the SDK's event stream.
+
+``converse_stream()`` returns ``{"stream": EventStream}``, ``invoke_model_with_response_stream()``
+``{"body": EventStream}`` (aiobotocore: ``AioEventStream``). The stream holds one raw message
+generator; its ``__iter__`` (aiobotocore: ``__anext__``) is a generator function, so every loop gets
+a new generator over that one raw generator, and a ``break`` ends only that loop while a second loop
+reads on. So the stream's end is read from the raw generator (exhausted, raising, collected),
+never from a loop's end: the proxy hands that generator once to the request's finalize-once wrapper
+and each loop reads through it.
+
+The proxy, not a wrapt ``ObjectProxy``: that one defines ``__len__``, ``__enter__``,
+``__getitem__``... on its class, so the stream would become ``Sized``, ``Container``,
+``Reversible`` and seem to be a context manager. This class defines exactly the stream's protocol
+(``__iter__``; for aiobotocore ``__aiter__`` / ``__anext__`` too), reports the SDK's class as
+``__class__`` and forwards every other attribute: ``isinstance``, ``hasattr`` and ``inspect``
+answer as for the SDK's stream; only ``type()`` names the proxy. Its state is in ``_self_`` slots.
+
+SDK private names read (never replaced): ``_event_generator`` (the raw messages), ``_parse_event``
+(botocore's parse of one message; an exception frame raises ``EventStreamError`` there).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+from otel_toolcalls._core import replay as _replay
+from otel_toolcalls._core.errors import report, site_of
+from otel_toolcalls._core.request import Request, model_of
+from otel_toolcalls._core.stream import Process, ended_by
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.returned import Transparent
+from otel_toolcalls._providers.servers import guarded, server_of
+
+from . import converse as _bedrock_converse
+from . import invoke as _bedrock_invoke
+
+_log = logging.getLogger(__name__)
+
+PROVIDER = "aws.bedrock"
+# operation -> (the key of the stream in the response, the translator of its parsed events)
+ROUTES: dict[str, tuple[str, Process]] = {
+    "ConverseStream": ("stream", _bedrock_converse.process_event),
+    "InvokeModelWithResponseStream": ("body", _bedrock_invoke.process_event),
+}
+
+
+def begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request | None:
+    """The request of a ``_make_api_call(operation_name, api_params)`` that streams, else None."""
+    operation = args[0] if args else kwargs.get("operation_name")
+    if operation not in ROUTES:
+        return None
+    params = args[1] if len(args) > 1 else kwargs.get("api_params")
+    model = params.get("modelId") if isinstance(params, dict) else None
+    server = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
+    # Converse messages are parameters botocore holds parsed; an invoke body is the caller's own
+    # JSON text, which the package does not parse (the one parse it makes is a response chunk's).
+    replayed = _replay.scan(telemetry, _replay.bedrock_ids, params) if operation == "ConverseStream" else None
+    return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, detail=operation)
+
+
+def hand_back(request: Request, result: Any) -> None:
+    """Puts the traced stream in the response in place of the SDK's (a dict botocore made)."""
+    key, process = ROUTES[request.detail]
+    stream = result.get(key) if isinstance(result, dict) else None
+    if stream is None or not hasattr(stream, "_event_generator"):
+        _log.debug("otel_toolcalls: %s returned no event stream; not traced", request.detail)
+        return
+    cls = AsyncStreamProxy if hasattr(stream, "__aiter__") else StreamProxy
+    result[key] = cls(request, stream, process)
+
+
+def _fail(state: Any, exc: BaseException) -> None:
+    # What botocore's parse raised (an exception frame: EventStreamError), or a cancellation
+    # delivered while aiobotocore's parse awaited.
+    guarded(ended_by, state, exc)
+
+
+class Proxy(Transparent):
+    __slots__ = ("_self_events", "_self_process", "_self_state")
+
+    def __init__(self, request: Request, stream: Any, process: Process) -> None:
+        object.__setattr__(self, "_self_wrapped", stream)
+        object.__setattr__(self, "_self_process", process)
+        # The raw messages, through the finalize-once wrapper: the stream's end. Its process step
+        # only times the stream; an event is read once botocore has parsed it, in _translate.
+        events = request.attach(stream._event_generator, _timed, owner=self)
+        object.__setattr__(self, "_self_events", events)
+        object.__setattr__(self, "_self_state", request.state)
+
+    def close(self) -> Any:
+        # A close the package saw: `closed` (TELEMETRY section 6). The SDK's close is sync in both.
+        guarded(self._self_state.closed)
+        return self._self_wrapped.close()
+
+    def _translate(self, event: Any) -> Any:
+        try:
+            self._self_process(self._self_state, event)
+        except Exception as exc:
+            report(site_of(self._self_process), exc)
+        return event
+
+
+def _timed(state: Any, message: Any) -> None:
+    return None
+
+
+class StreamProxy(Proxy):
+    """botocore's ``EventStream``: every ``for`` loop reads on from where the last one stopped."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Any]:
+        parse: Callable[[Any], Any] = self._self_wrapped._parse_event
+        for message in self._self_events:
+            try:
+                event = parse(message)
+            except BaseException as exc:
+                _fail(self._self_state, exc)
+                raise
+            if event:
+                yield self._translate(event)
+
+
+class AsyncStreamProxy(Proxy):
+    """aiobotocore's ``AioEventStream``: ``async for`` only (its ``__iter__`` raises); its
+    ``_parse_event`` is a coroutine in recent releases, a function in older ones."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Any:
+        return self._self_wrapped.__iter__()
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        # As the SDK: __aiter__ is a new async generator over the one raw generator.
+        return self.__anext__()
+
+    async def __anext__(self) -> AsyncIterator[Any]:  # type: ignore[misc]
+        parse = self._self_wrapped._parse_event
+        async for message in self._self_events:
+            try:
+                event = parse(message)
+                if inspect.isawaitable(event):  # aiobotocore 3.x parses asynchronously, 2.13 did not
+                    event = await event
+            except BaseException as exc:
+                _fail(self._self_state, exc)
+                raise
+            if event:
+                yield self._translate(event)

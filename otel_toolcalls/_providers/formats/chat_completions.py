@@ -1,0 +1,100 @@
+"""Translator for OpenAI-Chat-shaped chunks (openai, groq, mistral, litellm): chunk -> core events.
+
+A chunk is read by attribute access only: ``choices[].delta.tool_calls[]`` and
+``choices[].finish_reason``. There is no per-call completion event: a choice's finish reason is
+the completion event of every call open in that choice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from otel_toolcalls._core import usage
+from otel_toolcalls._core.sink import Sink
+
+_log = logging.getLogger(__name__)
+
+
+def _call_id(raw: Any) -> str | None:
+    # Mistral sends the string "null" where it has no id; OpenAI-compatible servers send none.
+    if not raw or raw == "null":
+        return None
+    return str(raw)
+
+
+def _identify(state: Sink, chunk: Any) -> None:
+    # Azure's first chunk (prompt_filter_results, no choices) has "id": "" and "model": "": the
+    # first non-empty value of each counts.
+    # {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[...]}
+    if not state.response_id:
+        state.response_id = getattr(chunk, "id", None) or None
+    if not state.response_model:
+        state.response_model = getattr(chunk, "model", None) or None
+
+
+def _usage(state: Sink, chunk: Any) -> None:
+    # stream_options={"include_usage": True}: a last chunk with "choices": [] and the usage; some
+    # servers put it on the finish chunk instead, Groq in "x_groq".
+    # {"choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,...}}
+    found = getattr(chunk, "usage", None) or getattr(getattr(chunk, "x_groq", None), "usage", None)
+    if found is not None:
+        state.usage = usage.openai_chat(found)
+
+
+# The index of a call delta, from the delta and its position in the list (Mistral's may be missing).
+IndexOf = Callable[[Any, int], int]
+
+
+def process_chunk(state: Sink, chunk: Any, index_of: IndexOf | None = None) -> None:
+    """``index_of``: the index of a call delta where it is not ``tool_call.index`` (Mistral)."""
+    if not state.response_id or not state.response_model:
+        _identify(state, chunk)
+    choices = chunk.choices
+    if not choices:
+        _usage(state, chunk)
+        return
+    for choice in choices:
+        delta = choice.delta
+        tool_calls = delta.tool_calls if delta is not None else None
+        if tool_calls:
+            _tool_call_deltas(state, choice.index or 0, tool_calls, index_of)
+        finish_reason = choice.finish_reason
+        if finish_reason is not None:
+            # {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}
+            state.settle(finish_reason, choice=choice.index or 0, completes_open=True)
+            _usage(state, chunk)
+            state.final_event()
+
+
+def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: IndexOf | None) -> None:
+    for position, tool_call in enumerate(tool_calls):
+        index = tool_call.index if index_of is None else index_of(tool_call, position)
+        key = index if choice == 0 else (choice, index)
+        function = tool_call.function
+        delta_id = tool_call.id
+        # Mistral repeats name and id on every delta ("id": "null" when it has none): only a
+        # different id is a new block.
+        if not state.is_open(key) or (delta_id and delta_id != "null" and _other_id(state, key, delta_id)):
+            # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
+            name = function.name if function is not None else None
+            if not name:
+                _log.debug("tool-call delta without a name for an index that never started: %r", key)
+                continue
+            state.block_started(key, name=name, call_id=_call_id(delta_id), index=index, choice=choice)
+        if function is None:
+            continue
+        arguments = function.arguments
+        if arguments is None or type(arguments) is str:
+            # {"index":0,"function":{"arguments":"{\"loc"}}
+            state.fragment(key, arguments)
+        elif arguments:
+            # Mistral's SDK types arguments as text or an object; an object would have to be
+            # serialized to be measured, which the package never does.
+            _log.debug("tool-call arguments arrived as an object; not counted")
+
+
+def _other_id(state: Sink, key: Any, delta_id: Any) -> bool:
+    open_id = state.call_id_of(key)
+    return open_id is not None and open_id != str(delta_id)

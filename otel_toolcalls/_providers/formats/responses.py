@@ -1,0 +1,141 @@
+"""Translator for OpenAI Responses stream events: event -> core events.
+
+Events are read by attribute access only and dispatched on ``event.type``. A tool-call block is an
+output item (``function_call``, ``custom_tool_call``, ``mcp_call``); its argument deltas carry only
+the item's ``item_id``, so the item id is the core key and a fragment is one dict lookup. The
+item's own ``response.output_item.done`` completes it; ``response.incomplete`` settles what is open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core import usage
+from otel_toolcalls._core.sink import Sink, by_type
+
+# Item type -> gen_ai.tool.type. Custom tools run in the client like functions; MCP calls are run
+# by the provider.
+_TOOL_TYPES = {
+    "function_call": n.TOOL_TYPE_FUNCTION,
+    "custom_tool_call": n.TOOL_TYPE_FUNCTION,
+    "mcp_call": n.TOOL_TYPE_EXTENSION,
+}
+
+
+def _created(state: Sink, event: Any) -> None:
+    # {"type":"response.created","response":{"id":"resp_1","model":"gpt-4.1-2025-04-14",...}}
+    _identify(state, event.response)
+
+
+def _identify(state: Sink, response: Any) -> None:
+    # Also called at the end: a resumed stream (retrieve with starting_after) may never show
+    # response.created.
+    if state.response_id is None:
+        state.response_id = response.id
+        state.response_model = response.model
+
+
+def _item_added(state: Sink, event: Any) -> None:
+    # {"type":"response.output_item.added","output_index":1,
+    #  "item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":""}}
+    item = event.item
+    kind = item.type
+    tool_type = _TOOL_TYPES.get(kind)
+    if tool_type is None:
+        state.other_block_started()
+        return
+    key = item.id or event.output_index
+    # An mcp_call has no call_id: its item id is the only id the provider gives it.
+    call_id = item.id if kind == "mcp_call" else getattr(item, "call_id", None)
+    state.block_started(key, name=item.name, call_id=call_id, index=event.output_index, tool_type=tool_type)
+    # Counted like any fragment, should a server put the first one in the item itself.
+    state.fragment(key, getattr(item, "input" if kind == "custom_tool_call" else "arguments", None))
+
+
+def _delta(state: Sink, event: Any) -> None:
+    # {"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":1,"delta":"{\"lo"}
+    state.fragment(event.item_id or event.output_index, event.delta)
+
+
+def _item_done(state: Sink, event: Any) -> None:
+    # {"type":"response.output_item.done","item":{"type":"function_call","id":"fc_1","status":"completed"}}
+    item = event.item
+    if item.type not in _TOOL_TYPES:
+        return
+    key = item.id or event.output_index
+    # custom_tool_call items carry no status: their done event alone completes them.
+    status = getattr(item, "status", None)
+    if status == "incomplete":
+        # The response.incomplete that should follow says why; without one, the limit cut it.
+        state.block_stopped(key, unsettled=n.TRUNCATED)
+    elif status == "failed":
+        # {"type":"mcp_call","status":"failed","error":{"type":"mcp_protocol_error",...}}
+        state.block_aborted(key, n.STREAM_ERROR, _error_type(getattr(item, "error", None)) or status)
+    else:
+        state.block_completed(key)
+
+
+def _usage(state: Sink, response: Any) -> None:
+    # The response object of the final event: {"usage":{"input_tokens":36,"output_tokens":87,...}}
+    found = usage.openai_responses(getattr(response, "usage", None))
+    if found is not None:
+        state.usage = found
+
+
+def _error_type(error: Any) -> str | None:
+    # openai 3.x parses the error object; 2.x declares it a string and keeps the object as a dict.
+    found = error.get("type") if isinstance(error, dict) else getattr(error, "type", None)
+    return found if isinstance(found, str) else None
+
+
+def _completed(state: Sink, event: Any) -> None:
+    # {"type":"response.completed","response":{"status":"completed","usage":{...},...}}
+    _identify(state, event.response)
+    _usage(state, event.response)
+    state.settle(event.response.status or "completed")
+    state.final_event()
+
+
+def _incomplete(state: Sink, event: Any) -> None:
+    # {"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},...}}
+    _identify(state, event.response)
+    _usage(state, event.response)
+    details = event.response.incomplete_details
+    reason = (details.reason if details is not None else None) or "incomplete"
+    state.settle(reason)
+    # A reason the package does not know still ended the response before these calls completed.
+    for key in state.open_keys():
+        state.block_aborted(key, n.TRUNCATED)
+    state.final_event()
+
+
+def _failed(state: Sink, event: Any) -> None:
+    # {"type":"response.failed","response":{"status":"failed","error":{"code":"server_error",...}}}
+    _identify(state, event.response)
+    _usage(state, event.response)
+    error = event.response.error
+    state.error_event(error.code if error is not None else None)
+
+
+def _error(state: Sink, event: Any) -> None:
+    # {"type":"error","code":"server_error","message":"...","param":null}
+    state.error_event(event.code)
+
+
+_HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
+    "response.function_call_arguments.delta": _delta,
+    "response.custom_tool_call_input.delta": _delta,
+    "response.mcp_call_arguments.delta": _delta,
+    "response.output_item.added": _item_added,
+    "response.output_item.done": _item_done,
+    "response.created": _created,
+    "response.completed": _completed,
+    "response.incomplete": _incomplete,
+    "response.failed": _failed,
+    "error": _error,
+}
+
+
+process_event = by_type(_HANDLERS, name="process_event", module=__name__)

@@ -1,0 +1,1 @@
+"""Google Gemini (google-genai): streamed chunks and automatic function calling."""

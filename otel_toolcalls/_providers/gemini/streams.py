@@ -1,0 +1,102 @@
+"""What is handed back in place of google-genai's bare generators (``_returned``), and their sessions.
+
+``generate_content_stream`` (and chats' ``send_message_stream``) return a plain generator that may
+make several requests in turn (automatic function calling rounds, continuation hops). Each request
+is a ``StreamState`` made where the SDK sends it (``_generate_content_stream``); what is handed back only
+learns of them through its session, so that a ``close()`` it sees ends them as ``closed`` and its
+collection ends them as ``abandoned`` (TELEMETRY.md section 6, "Closed or abandoned").
+
+A request is made while the returned generator is being advanced: the sync one publishes its
+session in a thread-local for the length of each step (no allocation per chunk), the async one in
+a context variable (another task may run while it awaits).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+import weakref
+from typing import Any
+
+from otel_toolcalls._core.request import watch
+from otel_toolcalls._core.state import StreamState
+from otel_toolcalls._providers.returned import hand_back
+
+_log = logging.getLogger(__name__)
+
+
+class Session:
+    """The requests one returned generator has made.
+
+    ``parent``: the session being advanced when this generator was made (a chat's generator makes
+    the models' one): the parent learns of the requests too, so closing the chat's generator closes them.
+    """
+
+    __slots__ = ("owner", "parent", "states")
+
+    def __init__(self, parent: Session | None) -> None:
+        self.parent = parent
+        self.states: list[StreamState] = []
+        self.owner: weakref.ref[Any] | None = None
+
+    def add(self, state: StreamState) -> None:
+        # Bounded by the number of requests of one call (AFC rounds, continuation hops).
+        session: Session | None = self
+        while session is not None:
+            session.states.append(state)
+            session = session.parent
+        owner = self.owner() if self.owner is not None else None
+        if owner is not None:
+            watch(owner, state)
+
+    def closed(self) -> None:
+        for state in self.states:
+            state.closed()
+
+
+class _Local(threading.local):
+    session: Session | None = None
+
+
+_SYNC = _Local()
+_ASYNC: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
+    "otel_toolcalls_gemini_session", default=None
+)
+
+
+def sync_session() -> Session | None:
+    return _SYNC.session
+
+
+def async_session() -> Session | None:
+    return _ASYNC.get()
+
+
+class _Publish:
+    """Publishes one session in the thread-local for the length of each step of its generator."""
+
+    __slots__ = ("previous", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.previous: Session | None = None
+
+    def __enter__(self) -> None:
+        self.previous, _SYNC.session = _SYNC.session, self.session
+
+    def __exit__(self, *exc_info: Any) -> None:
+        _SYNC.session, self.previous = self.previous, None
+
+
+def hand_back_stream(wrapped: Any, parent: Session | None) -> Any:
+    """The SDK's generator as the user gets it: same chunks, same exceptions, ``close()`` seen."""
+    session = Session(parent)
+    returned = hand_back(
+        wrapped,
+        on_close=session.closed,
+        scope=_Publish(session),
+        publish=(_ASYNC, session),
+    )
+    session.owner = weakref.ref(returned)
+    return returned

@@ -1,0 +1,31 @@
+"""The groq SDK: the same Stainless stream design and the same chunk shape as OpenAI chat."""
+
+from __future__ import annotations
+
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._wiring.patches import Requires
+
+from .formats.chat_completions import process_chunk
+from .stainless import Route, StainlessSDK
+
+SDK = StainlessSDK(
+    module="groq",
+    provider="groq",
+    routes=[Route(lambda path: path.endswith("/chat/completions"), process_chunk, "chat")],
+    # Leaving `with_streaming_response` closes the APIResponse, never the Stream it parsed.
+    helper_closes=[
+        ("groq._response", "APIResponse.close", "http_response"),
+        ("groq._response", "AsyncAPIResponse.close", "http_response"),
+    ],
+)
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="groq", targets=SDK.targets, provider=SDK.provider)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return SDK.instrument(telemetry)
+
+
+def uninstrument() -> None:
+    SDK.uninstrument()

@@ -1,0 +1,148 @@
+"""The ollama client's native API: ``Client.chat(..., stream=True)`` and ``AsyncClient.chat``.
+
+Choke point: ``Client._request`` / ``AsyncClient._request``, which every streamed request goes
+through and which builds the chunk generator (the request is sent at its first step). Not
+``chat`` itself: ``ollama.chat`` is a method of a default client bound when ``ollama`` is first
+imported, so a class patch of ``chat`` made after that import would never be called through it;
+``_request`` is looked up at every call. Only ``/api/chat`` streams are traced (``generate``
+carries no tool calls). Ollama's OpenAI-compatible endpoint (``/v1``) is reached through the
+openai SDK and traced by its adapter: this client never calls it.
+
+The client hands the user a bare generator (an async generator for ``AsyncClient``): the package
+hands back one of the same kind that sees ``close()`` / ``aclose()`` (``_returned``).
+
+Tool calls arrive whole, arguments parsed, in ``message.tool_calls``: each is a block that starts
+and completes at the chunk carrying it (TELEMETRY section 6, "Whole calls"): no fragments, no
+size, and a later ``done_reason`` (``length``) does not cut it. The client keeps no call id (its
+``ToolCall`` model has only ``function``; newer servers' ``id`` is dropped by it), so the spans have
+none (section 6, "No id"); an id the client would keep is read.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core import usage
+from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.request import Request, model_of, watch
+from otel_toolcalls._core.sink import Sink
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+from .returned import hand_back
+from .servers import server_of
+
+_log = logging.getLogger(__name__)
+
+PROVIDER = "ollama"
+_CLIENT = "ollama._client"
+_CHAT_PATH = "/api/chat"
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(
+    sdk="ollama",
+    targets=((_CLIENT, "Client._request"), (_CLIENT, "AsyncClient._request")),
+    provider=PROVIDER,
+)
+_patches = Patches()
+
+
+# -- translator --------------------------------------------------------------------------------------
+
+
+def process_chunk(state: Sink, chunk: Any) -> None:
+    # {"model":"qwen3:8b","created_at":"...","message":{"role":"assistant","content":"",
+    #  "tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Zürich"}}}]},"done":false}
+    if state.response_model is None:
+        state.response_model = chunk.model or None
+    message = chunk.message
+    calls = message.tool_calls if message is not None else None
+    if calls:
+        for call in calls:
+            _whole_call(state, call)
+    if chunk.done:
+        # {"model":"qwen3:8b",...,"done":true,"done_reason":"stop","prompt_eval_count":41,"eval_count":23}
+        state.settle(chunk.done_reason)
+        state.usage = usage.make(input_tokens=chunk.prompt_eval_count, output_tokens=chunk.eval_count)
+        state.final_event()
+
+
+def _whole_call(state: Sink, call: Any) -> None:
+    function = call.function
+    name = function.name if function is not None else None
+    if not name:
+        _log.debug("ollama tool call without a name; not counted")
+        return
+    # Calls have no index in the client's model: they are numbered in order of arrival.
+    key = state.tool_calls
+    call_id = getattr(call, "id", None)
+    state.block_started(
+        key, name=name, call_id=call_id if isinstance(call_id, str) else None, index=key, whole=True
+    )
+    state.block_completed(key)
+
+
+# -- wiring ------------------------------------------------------------------------------------------
+
+
+def _new_request(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) -> Request | None:
+    # _request(ChatResponse, "POST", "/api/chat", json={...}, stream=True)
+    if not kwargs.get("stream") or len(args) < 3 or args[2] != _CHAT_PATH:
+        return None
+    if not is_instrumentation_enabled():
+        return None
+    body = kwargs.get("json")
+    model = model_of(body.get("model")) if isinstance(body, dict) else None
+    return Request(telemetry, PROVIDER, model, server=server_of(instance._client.base_url))
+
+
+def _traced(request: Request, stream: Any) -> Any:
+    traced = request.attach(stream, process_chunk)
+    state = request.stream()
+    returned = hand_back(traced, on_close=state.closed)
+    # A stream never iterated runs no code when collected: its collection is watched too.
+    watch(returned, state)
+    return returned
+
+
+def _begin(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) -> Request | None:
+    try:
+        return _new_request(telemetry, instance, args, kwargs)
+    except Exception as exc:
+        report("ollama request", exc)
+        return None
+
+
+def _hand_back(request: Request | None, stream: Any) -> Any:
+    if request is None:
+        return stream
+    try:
+        return _traced(request, stream)
+    except Exception as exc:
+        report("ollama stream", exc)
+        return stream
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    try:
+        __import__(_CLIENT)
+    except ImportError:
+        return False
+
+    def request(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        traced = _begin(telemetry, instance, args, kwargs)
+        return _hand_back(traced, wrapped(*args, **kwargs))
+
+    async def arequest(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        traced = _begin(telemetry, instance, args, kwargs)
+        return _hand_back(traced, await wrapped(*args, **kwargs))
+
+    _patches.wrap(_CLIENT, "Client._request", request)
+    _patches.wrap(_CLIENT, "AsyncClient._request", arequest)
+    return True
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()

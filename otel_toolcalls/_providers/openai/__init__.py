@@ -1,0 +1,1 @@
+"""OpenAI: Chat Completions and Responses over HTTP, Realtime and Responses over WebSocket."""

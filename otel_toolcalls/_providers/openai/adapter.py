@@ -1,0 +1,70 @@
+"""The openai SDK: Chat Completions streams (and, through the same patches, Responses streams).
+
+One set of patches for the SDK (see ``_stainless``); the request path picks the translator.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.replay import openai_chat_ids, openai_responses_ids
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.formats.chat_completions import process_chunk as chat_chunk
+from otel_toolcalls._providers.formats.responses import process_event as responses_event
+from otel_toolcalls._providers.stainless import Route, StainlessSDK
+from otel_toolcalls._wiring.patches import Requires
+
+# POST /responses (create); GET /responses/{id}?stream=true (``retrieve(stream=True)``, resuming a
+# stored or background response): the conventions' ``fetch_response``, no inference of its own.
+_RETRIEVE_PATH = re.compile(r"/responses/[^/]+$")
+
+AZURE_OPENAI = "azure.ai.openai"
+
+
+def _provider_of(client: Any) -> str | None:
+    # AzureOpenAI / AsyncAzureOpenAI: the conventions' "azure.ai.openai"; every other client "openai".
+    azure = sys.modules.get("openai.lib.azure")
+    base = getattr(azure, "BaseAzureClient", None)
+    if base is not None and isinstance(client, base):
+        return AZURE_OPENAI
+    return None
+
+
+SDK = StainlessSDK(
+    module="openai",
+    provider="openai",
+    provider_of=_provider_of,
+    routes=[
+        Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
+        Route(lambda path: path.endswith("/responses"), responses_event, "chat", openai_responses_ids),
+        Route(
+            lambda path: _RETRIEVE_PATH.search(path) is not None,
+            responses_event,
+            n.OPERATION_FETCH_RESPONSE,
+        ),
+    ],
+    helper_closes=[
+        ("openai.lib.streaming.chat._completions", "ChatCompletionStream.close", "_response"),
+        ("openai.lib.streaming.chat._completions", "AsyncChatCompletionStream.close", "_response"),
+        # Leaving `with_streaming_response` closes the APIResponse, never the Stream it parsed.
+        ("openai._response", "APIResponse.close", "http_response"),
+        ("openai._response", "AsyncAPIResponse.close", "http_response"),
+        # The Responses helper streams close the HTTP response directly, never Stream.close.
+        ("openai.lib.streaming.responses._responses", "ResponseStream.close", "_response"),
+        ("openai.lib.streaming.responses._responses", "AsyncResponseStream.close", "_response"),
+    ],
+)
+
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="openai", targets=SDK.targets, provider=SDK.provider)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return SDK.instrument(telemetry)
+
+
+def uninstrument() -> None:
+    SDK.uninstrument()

@@ -1,0 +1,78 @@
+"""The openai SDK's Realtime API over WebSocket: ``client.realtime.connect(model=...)``, its async
+twin, and ``client.beta.realtime`` (the same connection code, where the SDK still has it).
+
+One connection carries many responses: each ``response.created`` opens a stream of its own (a
+``StreamState``: one inference span, its tool-call spans under it), which ``response.done`` ends.
+Events are routed to their response by ``response_id``; a call's fragments to its call by
+``item_id``. The patches and the connection's session: ``_ws_connection``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_toolcalls._core.request import model_of
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+from .realtime_events import RESPONSE_EVENTS, response_done
+from .ws_connection import PROVIDER, Session, Wiring
+
+# The GA surface (openai >= 1.103) and the beta one (1.58 on); an SDK release may have neither.
+MODULES = ("openai.resources.realtime.realtime", "openai.resources.beta.realtime.realtime")
+_CLASSES = {
+    "Realtime.connect": "connect",
+    "AsyncRealtime.connect": "connect",
+    "RealtimeConnectionManager.__enter__": "enter",
+    "RealtimeConnectionManager.enter": "enter",
+    "AsyncRealtimeConnectionManager.__aenter__": "aenter",
+    "AsyncRealtimeConnectionManager.enter": "aenter",
+    "RealtimeConnection.recv": "recv",
+    "AsyncRealtimeConnection.recv": "arecv",
+    "RealtimeConnection.close": "close",
+    "AsyncRealtimeConnection.close": "aclose",
+    "RealtimeConnection.recv_bytes": "recv_bytes",
+    "AsyncRealtimeConnection.recv_bytes": "arecv_bytes",
+}
+# What the adapter needs of the SDK (the instrumentor waits for and checks it). A release from
+# before a surface lacks its module: not in this version, not a missing target.
+REQUIRES = Requires(
+    sdk="openai",
+    targets=tuple((module, attr) for module in MODULES for attr in _CLASSES),
+    provider=PROVIDER,
+    surfaces=tuple((module, "RealtimeConnection") for module in MODULES),
+)
+_patches = Patches()
+
+
+def process_event(session: Session, event: Any, connection: object) -> None:
+    kind = event.type
+    handler = RESPONSE_EVENTS.get(kind)
+    if handler is not None:
+        state = session.responses.get(event.response_id)
+        if state is not None:
+            if state.first_chunk_ns is None:
+                state.first_chunk()
+            handler(state, event)
+    elif kind == "response.created":
+        state = session.open(event.response.id)
+        if state is not None:
+            state.response_id = event.response.id
+    elif kind == "response.done":
+        state = session.done(event.response.id)
+        if state is not None:
+            response_done(state, event.response)
+    elif kind in ("session.created", "session.updated"):
+        session.response_model = model_of(getattr(event.session, "model", None)) or session.response_model
+
+
+_WIRING = Wiring(process_event)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _WIRING.install(_patches, MODULES, _CLASSES, telemetry)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
+    _WIRING.telemetry.clear()

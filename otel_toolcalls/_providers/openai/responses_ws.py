@@ -1,0 +1,92 @@
+"""The openai SDK's Responses API over WebSocket: ``client.responses.connect()`` (openai 2.22 on),
+sync and async.
+
+The events are the Responses stream events, read by the same translator as the SSE streams
+(``_responses``). One connection carries many responses, each on a lane: a lane's responses run one
+at a time, in the order their ``response.create`` was sent, and every event of a response echoes
+its lane's ``stream_id`` (None: the default lane). So the response open on an event's lane is the
+one it belongs to: each ``response.created`` opens a stream (its own inference span), its final
+event (``response.completed`` / ``incomplete`` / ``failed``, or an ``error`` while it is open) ends
+it. The model is the one the client's ``response.create`` on that lane asked for, seen at
+``send``. The patches and the connection's session: ``_ws_connection``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_toolcalls._core.request import model_of
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.formats.responses import process_event as responses_event
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+from .ws_connection import PROVIDER, Session, Wiring
+
+MODULE = "openai.resources.responses.responses"
+_CLASSES = {
+    "Responses.connect": "connect",
+    "AsyncResponses.connect": "connect",
+    "ResponsesConnectionManager.__enter__": "enter",
+    "ResponsesConnectionManager.enter": "enter",
+    "AsyncResponsesConnectionManager.__aenter__": "aenter",
+    "AsyncResponsesConnectionManager.enter": "aenter",
+    "ResponsesConnection.recv": "recv",
+    "AsyncResponsesConnection.recv": "arecv",
+    "ResponsesConnection.close": "close",
+    "AsyncResponsesConnection.close": "aclose",
+    "ResponsesConnection.recv_bytes": "recv_bytes",
+    "AsyncResponsesConnection.recv_bytes": "arecv_bytes",
+    "ResponsesConnection.send": "send",
+    "AsyncResponsesConnection.send": "asend",
+}
+# The Responses API is older than its WebSocket transport: a release without ResponsesConnection
+# predates the surface (not in this version, not a missing target).
+REQUIRES = Requires(
+    sdk="openai",
+    targets=tuple((MODULE, attr) for attr in _CLASSES),
+    provider=PROVIDER,
+    surfaces=((MODULE, "ResponsesConnection"),),
+)
+_patches = Patches()
+_FINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+
+
+def _field(event: Any, name: str) -> Any:
+    return event.get(name) if isinstance(event, dict) else getattr(event, name, None)
+
+
+def on_send(session: Session, event: Any) -> None:
+    # {"type":"response.create","model":"gpt-5","stream_id":"lane_a","input":[...]}: only these read.
+    if _field(event, "type") == "response.create":
+        # Omitted keywords arrive as the SDK's `omit` sentinel: only a string names a lane.
+        lane = _field(event, "stream_id")
+        lane = lane if isinstance(lane, str) else None
+        session.asked.setdefault(lane, []).append(model_of(_field(event, "model")))
+
+
+def process_event(session: Session, event: Any, connection: object) -> None:
+    lane = getattr(event, "stream_id", None)
+    if event.type == "response.created":
+        asked = session.asked.get(lane)
+        session.open(lane, asked.pop(0) if asked else None)
+    state = session.responses.get(lane)
+    if state is None:
+        return
+    if state.first_chunk_ns is None and event.type != "response.created":
+        state.first_chunk()
+    responses_event(state, event)
+    if event.type in _FINAL:
+        session.done(lane)
+        state.ended()
+
+
+_WIRING = Wiring(process_event, on_send)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    return _WIRING.install(_patches, (MODULE,), _CLASSES, telemetry)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
+    _WIRING.telemetry.clear()

@@ -1,0 +1,264 @@
+"""What the openai SDK's WebSocket connections share (Realtime, and the Responses API's transport):
+one ``Session`` per connection, holding its open responses, and the wrappers that feed it.
+
+Choke points, and why:
+- the resource's ``connect``: the model asked for (Realtime) and the client (its server); kept
+  for the manager it returns. The manager's ``__enter__`` / ``enter`` (``__aenter__``) hands them
+  to the connection it opens. Nothing is stored on SDK objects: both are kept weakly (``_request``).
+- the connection's ``recv``: every way to read parsed events (``for event in connection``,
+  ``dispatch_events``, ``recv()``) goes through it; what it raises is the socket's end.
+- the connection's ``close``: the user's close, and the manager's exit.
+- the connection's ``send`` (``Wiring.on_send``): what the client asks for (the Responses model).
+Events read unparsed (``recv_bytes`` called by the user, not by ``recv``) are not seen: the
+package would have to parse them; it says so once, at WARNING.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+import weakref
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.errors import report, warn_once
+from otel_toolcalls._core.request import Request, keep, kept, model_of
+from otel_toolcalls._core.state import StreamState
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.servers import guarded, server_of
+
+from .adapter import _provider_of
+
+PROVIDER = "openai"
+
+# Set while the SDK's recv() runs: the recv_bytes() it calls is not the user's.
+_RECEIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_toolcalls_ws_recv", default=False)
+
+
+class Session:
+    """One connection: what its responses share, and the responses still open (by a key the
+    adapter chooses: the response id, or the lane). Never references the connection it is kept for."""
+
+    def __init__(self, telemetry: Telemetry, provider: str, model: str | None, server: Any) -> None:
+        self.telemetry = telemetry
+        self.provider = provider
+        self.model = model
+        self.server = server
+        self.response_model: str | None = None
+        self.responses: dict[Hashable, StreamState] = {}
+        # Lane -> the models of the response.create events sent on it, oldest first (Responses).
+        self.asked: dict[Hashable, list[str | None]] = {}
+        self.ended = False
+        self._lock = threading.Lock()
+
+    def open(self, key: Hashable, model: str | None = None) -> StreamState | None:
+        # The context current when the response starts: the consumer's span (an agent turn).
+        request = Request(self.telemetry, self.provider, model or self.model, server=self.server,
+                          start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
+        with self._lock:
+            if self.ended:
+                return None
+            state = self.responses[key] = request.stream()
+        state.response_model = self.response_model
+        return state
+
+    def done(self, key: Hashable) -> StreamState | None:
+        with self._lock:
+            return self.responses.pop(key, None)
+
+    def end(self, finish: Callable[[StreamState], None], *, final: bool = False) -> None:
+        """Ends every response still open with ``finish``; ``final``: the connection is over."""
+        with self._lock:
+            states = list(self.responses.values())
+            self.responses.clear()
+            self.ended = self.ended or final
+        for state in states:
+            finish(state)
+
+
+Process = Callable[[Session, Any, object], None]
+
+
+@dataclass
+class Wiring:
+    """One adapter's event processor and its wrappers, bound to the telemetry in force."""
+
+    process: Process
+    on_send: Callable[[Session, Any], None] | None = None
+    telemetry: list[Telemetry] = field(default_factory=list)
+
+    def session_of(self, connection: Any) -> Session | None:
+        session = kept(connection)
+        if session is None and is_instrumentation_enabled():
+            # A connection made by hand, or by a manager entered before instrument(): no model known.
+            session = self.new_session(None, None)
+            if session is not None:
+                _own(connection, session)
+        return session if isinstance(session, Session) else None
+
+    def new_session(self, client: Any, model: Any) -> Session | None:
+        if not self.telemetry:
+            return None
+        url = None if client is None else (client.websocket_base_url or client.base_url)
+        provider = (_provider_of(client) if client is not None else None) or PROVIDER
+        return Session(self.telemetry[0], provider, model_of(model), server_of(url))
+
+    def received(self, connection: Any, event: Any) -> None:
+        session = self.session_of(connection)
+        if session is not None:
+            self.process(session, event, connection)
+
+    def sent(self, connection: Any, event: Any) -> None:
+        session = self.session_of(connection)
+        if session is not None and self.on_send is not None:
+            self.on_send(session, event)
+
+    def install(self, patches: Any, modules: Any, classes: dict[str, str], telemetry: Telemetry) -> bool:
+        """Patches ``classes`` (``"Class.method"`` -> wrapper name) in every module of ``modules``
+        this SDK release has: a release may predate one."""
+        self.telemetry[:] = [telemetry]
+        wrappers = self.wrappers()
+        applied = False
+        for module in modules:
+            try:
+                __import__(module)
+            except ImportError:
+                continue
+            for attr, wrapper in classes.items():
+                applied = patches.wrap(module, attr, wrappers[wrapper]) or applied
+        return applied
+
+    def wrappers(self) -> dict[str, Callable[..., Any]]:
+        return {"connect": self._connect, "enter": _enter, "aenter": _aenter, "recv": self._recv,
+                "arecv": self._arecv, "close": _close, "aclose": _aclose, "send": self._send,
+                "asend": self._asend, "recv_bytes": _recv_bytes, "arecv_bytes": _arecv_bytes}  # fmt: skip
+
+    def _connect(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        manager = wrapped(*args, **kwargs)
+        if is_instrumentation_enabled():
+            try:
+                session = self.new_session(getattr(instance, "_client", None), kwargs.get("model"))
+                if session is not None:
+                    keep(manager, session)
+            except Exception as exc:
+                report(f"{__name__}.connect", exc)
+        return manager
+
+    def _recv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        with _Receiving(instance):
+            event = wrapped(*args, **kwargs)
+        guarded(self.received, instance, event)
+        return event
+
+    async def _arecv(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        with _Receiving(instance):
+            event = await wrapped(*args, **kwargs)
+        guarded(self.received, instance, event)
+        return event
+
+    def _send(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(self.sent, instance, args[0] if args else kwargs.get("event"))
+        return wrapped(*args, **kwargs)
+
+    async def _asend(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(self.sent, instance, args[0] if args else kwargs.get("event"))
+        return await wrapped(*args, **kwargs)
+
+
+def _unseen(instance: Any) -> None:
+    if not _RECEIVING.get():
+        name = type(instance).__name__
+        message = f"events read with {name}.recv_bytes() are not traced (it reads parsed events only)"
+        warn_once(f"{__name__}.recv_bytes", message + ": read them with recv() or by iterating")
+
+
+class _Receiving:
+    """Around the SDK's recv(), sync or async: marks the recv_bytes() it calls as its own, and
+    ends the connection's open responses when recv() fails. A cancelled recv() ends nothing (not an
+    Exception): the SDK says cancelling it is safe, the connection goes on
+    (``asyncio.wait_for(connection.recv(), ...)`` is a common loop)."""
+
+    __slots__ = ("connection", "token")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+
+    def __enter__(self) -> None:
+        self.token = _RECEIVING.set(True)
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> Literal[False]:
+        _RECEIVING.reset(self.token)
+        if isinstance(exc, Exception):
+            guarded(_failed, self.connection, exc)
+        return False  # what recv() raised goes on to the caller untouched
+
+
+def _failed(connection: Any, exc: BaseException) -> None:
+    session = kept(connection)
+    if not isinstance(session, Session) or not session.responses:
+        return
+    from websockets.exceptions import ConnectionClosedOK
+
+    if isinstance(exc, ConnectionClosedOK):
+        # The server closed the socket cleanly mid-response: it ended without its final event.
+        session.end(StreamState.ended)
+    else:
+        session.end(lambda state: state.failed(exc))
+
+
+def _closing(connection: Any) -> None:
+    session = kept(connection)
+    if isinstance(session, Session):
+        session.end(StreamState.closed, final=True)
+
+
+def _before(step: Callable[[Any], None]) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The sync and async wrappers of a connection method that run ``step`` on the connection
+    (its failure reported, not raised), then the SDK's method."""
+
+    def sync(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(step, instance)
+        return wrapped(*args, **kwargs)
+
+    async def async_(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        guarded(step, instance)
+        return await wrapped(*args, **kwargs)
+
+    return sync, async_
+
+
+_close, _aclose = _before(_closing)
+_recv_bytes, _arecv_bytes = _before(_unseen)
+
+
+def _own(connection: Any, session: Session) -> None:
+    """``session`` is ``connection``'s: a connection garbage-collected with responses open abandons
+    them (one finalizer per connection, however many responses it carries)."""
+    keep(connection, session)
+    finalizer = weakref.finalize(connection, session.end, StreamState.abandoned, final=True)
+    # Interpreter exit ends the open streams through the core's table of live ones, before the
+    # tracer provider shuts down; this finalizer's own atexit run could come after it.
+    finalizer.atexit = False
+
+
+def _link(manager: Any, connection: Any) -> None:
+    session = kept(manager)
+    if isinstance(session, Session) and kept(connection) is None:
+        _own(connection, session)
+
+
+def _enter(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    connection = wrapped(*args, **kwargs)
+    guarded(_link, instance, connection)
+    return connection
+
+
+async def _aenter(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    connection = await wrapped(*args, **kwargs)
+    guarded(_link, instance, connection)
+    return connection

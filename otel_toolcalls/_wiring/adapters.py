@@ -1,0 +1,65 @@
+"""The table of adapters: each name (what settings, logs and doctor say) and the module that is it.
+
+Adding a provider or a framework is adding its module and one line here. A module is imported only
+when ``instrument()`` runs, and it imports its SDK only when the application does.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Protocol, cast
+
+if TYPE_CHECKING:
+    from otel_toolcalls._core.telemetry import Telemetry
+    from otel_toolcalls._wiring.patches import Requires
+
+_P = "otel_toolcalls._providers"
+_F = "otel_toolcalls._frameworks"
+
+ADAPTERS: dict[str, str] = {
+    # Provider APIs: their streams become tool-call spans.
+    "aiobotocore": f"{_P}.bedrock.aiobotocore",
+    "anthropic": f"{_P}.anthropic.adapter",
+    "bedrock": f"{_P}.bedrock.adapter",
+    "cohere": f"{_P}.cohere",
+    "gemini": f"{_P}.gemini.adapter",
+    "groq": f"{_P}.groq",
+    "huggingface": f"{_P}.huggingface",
+    "litellm": f"{_P}.litellm",
+    "mistral": f"{_P}.mistral",
+    "ollama": f"{_P}.ollama",
+    "openai": f"{_P}.openai.adapter",
+    "openai_realtime": f"{_P}.openai.realtime",
+    "openai_responses_ws": f"{_P}.openai.responses_ws",
+    # Code that executes tools: its executions become execute_tool spans linked to their calls.
+    "anthropic_tools": f"{_F}.anthropic_tools",
+    "autogen": f"{_F}.autogen",
+    "crewai": f"{_F}.crewai",
+    "google_adk": f"{_F}.google_adk",
+    "langchain": f"{_F}.langchain",
+    "llama_index": f"{_F}.llama_index",
+    "mcp": f"{_F}.mcp.adapter",
+    "openai_agents": f"{_F}.openai_agents",
+    "pydantic_ai": f"{_F}.pydantic_ai",
+    "strands": f"{_F}.strands",
+}
+
+
+class Adapter(Protocol):
+    """What every module of the table provides."""
+
+    REQUIRES: Requires
+
+    def instrument(self, telemetry: Telemetry) -> bool:
+        """Patches the SDK (once it is imported); False when it is not installed."""
+        ...
+
+    def uninstrument(self) -> None: ...
+
+
+def adapter_names() -> list[str]:
+    return sorted(ADAPTERS)
+
+
+def load(name: str) -> Adapter:
+    return cast("Adapter", importlib.import_module(ADAPTERS[name]))
