@@ -10,9 +10,9 @@ made spans, so the comparison is between an instrumented object and a bare one.
 
 The one answer allowed to differ: ``type()`` of an async generator handed back in place of the
 SDK's (cohere, google-genai), which is the package's async-generator proxy (see
-``otel_toolcalls/_adapters/_returned.py`` for why that one is a proxy and the sync ones are real
+``otel_toolcalls/_providers/returned.py`` for why that one is a proxy and the sync ones are real
 generators), and of a Bedrock or Mistral event stream, which is the package's stand-in for it
-(``_returned.Transparent``: see ``otel_toolcalls/_adapters/_bedrock_streams.py`` and
+(``_returned.Transparent``: see ``otel_toolcalls/_providers/bedrock/streams.py`` and
 ``mistral.py``). ``isinstance(x, types.AsyncGeneratorType)`` and ``inspect.isasyncgen`` stay equal.
 """
 
