@@ -27,8 +27,8 @@ class Settings:
     buffered_min_ttfc_ms: float = 250.0
 
 
-# keyword -> (environment variable, parser)
-_ENV = {
+# keyword -> its environment variable (capture_content has the conventions' own, above)
+ENV_VARIABLES = {
     "inference_spans": "OTEL_TOOLCALLS_INFERENCE_SPANS",
     "strict": "OTEL_TOOLCALLS_STRICT",
     "registry_size": "OTEL_TOOLCALLS_REGISTRY_SIZE",
@@ -66,15 +66,15 @@ def capture_content_from_env() -> bool:
 
 
 def strict_from_env() -> bool:
-    raw = os.environ.get(_ENV["strict"])
-    return Settings.strict if raw is None else _parse_bool(_ENV["strict"], raw, Settings.strict)
+    raw = os.environ.get(ENV_VARIABLES["strict"])
+    return Settings.strict if raw is None else _parse_bool(ENV_VARIABLES["strict"], raw, Settings.strict)
 
 
 def resolve(**keywords: Any) -> Settings:
     """Settings from ``instrument()`` keywords, then the environment, then the defaults."""
     defaults = Settings()
     values: dict[str, Any] = {}
-    for field, env_name in _ENV.items():
+    for field, env_name in ENV_VARIABLES.items():
         default = getattr(defaults, field)
         if keywords.get(field) is not None:
             values[field] = keywords[field]

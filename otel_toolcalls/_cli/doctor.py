@@ -1,6 +1,6 @@
 """``otel-toolcalls doctor [--json]``: what this environment's SDKs and settings will show.
 
-For every adapter: its SDK's installed version against the tested range (``_support``), whether
+For every adapter: its SDK's installed version against the tested range (``_wiring.support``), whether
 every target it patches exists, and whether it applies; then the effective settings and where each
 comes from, whether the global tracer and meter providers are real, and where OTLP would export.
 Unlike ``instrument()``, doctor imports every installed SDK. Exit status 1 when an installed SDK
@@ -25,7 +25,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from otel_toolcalls._config import _ENV, CAPTURE_CONTENT_ENV, Settings, resolve
+from otel_toolcalls._config import CAPTURE_CONTENT_ENV, ENV_VARIABLES, Settings, resolve
 from otel_toolcalls._core import telemetry as _telemetry
 from otel_toolcalls._wiring.adapters import adapter_names, load
 from otel_toolcalls._wiring.support import SURFACES, TESTED
@@ -161,7 +161,7 @@ def _settings() -> dict[str, dict[str, Any]]:
     active = _telemetry.active()
     report = {}
     for field in fields(Settings):
-        variable = CAPTURE_CONTENT_ENV if field.name == "capture_content" else _ENV[field.name]
+        variable = CAPTURE_CONTENT_ENV if field.name == "capture_content" else ENV_VARIABLES[field.name]
         value, source = getattr(from_env, field.name), "default"
         if os.environ.get(variable) is not None:
             ignored = [r.getMessage() for r in invalid if r.getMessage().startswith(f"ignoring {variable}=")]

@@ -59,8 +59,9 @@ class Request:
     replayed: _replay.Replayed | None = None
     # The SDK traces its requests itself: a request failing before any stream gets no span of ours.
     sdk_traces: bool = False
-    # What the adapter needs again at the stream (the route of a Stainless request).
-    detail: Any = None
+    # The adapter's own route, needed again at the stream: each adapter narrows it to its own
+    # frozen type (a request in flight may be another adapter's); the core never reads it.
+    route: object = None
     state: StreamState | None = None
     # Someone else's inference span for this request, known while it records (when the request is
     # made): adopted even if it ends before the stream is read (Logfire's ends with the SDK's call).

@@ -2,10 +2,10 @@
 
 Choke point: ``AgentExecutor._execute_single_native_tool_call(tool_call)``, which parses the
 model's call, runs the before/after hooks and the tool; the call id is what CrewAI's own
-``extract_tool_call_info`` reads from the call. Before 1.15.29 that executor was in
-``crewai.experimental.agent_executor`` (the default from 1.14.5), beside ``CrewAgentExecutor``
-(``crewai.agents.crew_agent_executor``: the default before 1.14.5, an option until 1.15.29), whose
-same-named method takes the call already read (``call_id=``, ``func_name=``, ``func_args=``).
+``extract_tool_call_info`` reads from the call. Earlier releases (``REQUIRES.earlier``) have that
+executor in ``crewai.experimental.agent_executor``, beside ``CrewAgentExecutor``
+(``crewai.agents.crew_agent_executor``), whose same-named method takes the call already read
+(``call_id=``, ``func_name=``, ``func_args=``).
 A call whose arguments do not parse (CrewAI's ``parse_tool_call_args``) never runs: it gets no
 span. CrewAI's telemetry is not OpenTelemetry spans of the application's provider: the package
 makes the execution span.

@@ -3,16 +3,14 @@
 Choke point: ``_call_tool_async`` in ``google.adk.flows.llm_flows.tools._caller``, the call of
 ``tool.run_async`` once the before-tool callbacks let it run; its ``ToolContext`` carries
 ``function_call_id`` (the model's id, or the ``adk-…`` id ADK assigns where the model gave none).
-The same function, with the same arguments, lived in ``google.adk.flows.llm_flows._tool_caller``
-in 2.9 and was ``__call_tool_async`` in ``google.adk.flows.llm_flows.functions`` before (1.x to 2.8).
+Earlier releases have the same function, with the same arguments, elsewhere (``REQUIRES.earlier``).
 
 ADK makes its own ``execute_tool {name}`` span around it (``record_tool_execution``) and says so
-in the OpenTelemetry context (its tool-execution scope; before 2.7, the span's name says it):
-that span, current here, gets
-``toolcall.outcome`` and the link, never a second one. When ADK's tracer records nothing, the
-package makes the execution span. A strict refusal raises inside ADK's span: ADK hands it to its
-``on_tool_error_callback``s, marks its span ERROR, and raises it to the runner's caller when no
-callback answers it.
+in the OpenTelemetry context (its tool-execution scope, or on older releases the span's name):
+that span, current here, gets ``toolcall.outcome`` and the link, never a second one. When ADK's
+tracer records nothing, the package makes the execution span. A strict refusal raises inside ADK's
+span: ADK hands it to its ``on_tool_error_callback``s, marks its span ERROR, and raises it to the
+runner's caller when no callback answers it.
 """
 
 from __future__ import annotations

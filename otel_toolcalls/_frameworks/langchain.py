@@ -6,7 +6,7 @@ Choke point: ``BaseTool.run`` / ``BaseTool.arun``. ``invoke`` / ``ainvoke`` with
 as a plain runnable) is not a model's tool call: it gets no span.
 
 LangChain traces through callbacks, not OpenTelemetry; if another instrumentation already made an
-execution span for the call, that span is annotated instead (see ``_execution``).
+execution span for the call, that span is annotated instead (``_linking.context.Execution``).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ Strands makes its own ``execute_tool {name}`` span (``gen_ai.tool.call.id`` = ``
 ``strands.tools.executors._executor``: ``_start_tool_telemetry`` hands over the span Strands made
 for this call; ``_run_tool`` runs the tool with that span current. That span gets
 ``toolcall.outcome`` and the link, never a second one. When Strands' tracer has no recording
-provider, the package makes the execution span itself. Before 1.62 the same two were Strands'
-``Tracer.start_tool_call_span`` (the span) and ``ToolExecutor._stream`` (run in it: the
-before/after-tool hooks and the tool); a refusal there is the result without the hooks running.
+provider, the package makes the execution span itself. On earlier releases (``REQUIRES.earlier``)
+the same two are ``Tracer.start_tool_call_span`` (the span) and ``ToolExecutor._stream`` (run in it:
+the before/after-tool hooks and the tool); a refusal there is the result without the hooks running.
 
 A strict refusal is a Strands error result (``status: error``, the ``IncompleteToolCallError`` as
 its exception), the way Strands reports a tool that raised: raised instead, it would leave

@@ -3,7 +3,7 @@ OpenTelemetry already propagates (HTTP, gRPC, Celery, Kafka, MCP ``_meta``).
 
 It injects only inside a call's context (``execute_tool``, ``tool_call_context``, a framework
 adapter's execution) and only for a call this process saw; it extracts into the context what
-``execute_tool`` and ``tool_call_outcome`` then read (``_carried``). Turned on by
+``execute_tool`` and ``tool_call_outcome`` then read (``_linking.carried``). Turned on by
 ``OTEL_PROPAGATORS=tracecontext,baggage,toolcalls`` or ``install_propagator()``.
 """
 

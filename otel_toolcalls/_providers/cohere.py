@@ -5,11 +5,12 @@ manager yielding an ``HttpResponse`` whose ``data`` is the event iterator; the S
 skips events it cannot parse). The user gets a bare generator, whose ``close()`` nothing could
 observe, so the package hands back a generator of its own relaying the SDK's (an async-generator
 proxy for the async client) that sees ``close()`` / ``aclose()`` and is in every other way what the
-SDK returned (``_returned``). The ``Request`` begins there and is published (``_request.CURRENT``)
-for each step of the SDK's generator, inside which the raw client makes the request: its context
-manager is handed on as a wrapt proxy, and the response it yields as one whose ``data`` is the
-finalize-once wrapper. Each proxy keeps the request in a ``_self_`` attribute; the SDK's objects
-are not touched. An HTTP error status raises in the raw context manager's ``__enter__``.
+SDK returned (``_providers.returned``). The ``Request`` begins there and is published
+(``_core.request.CURRENT``) for each step of the SDK's generator, inside which the raw client makes
+the request: its context manager is handed on as a wrapt proxy, and the response it yields as one
+whose ``data`` is the finalize-once wrapper. Each proxy keeps the request in a ``_self_`` attribute;
+the SDK's objects are not touched. An HTTP error status raises in the raw context manager's
+``__enter__``.
 
 Blocks have their own completion event (``tool-call-end``); ``message-end``'s ``finish_reason``
 settles the last one (``MAX_TOKENS`` truncates it, ``ERROR`` / ``TIMEOUT`` are stream errors).
@@ -25,14 +26,14 @@ import wrapt
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import usage
-from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.request import CURRENT, Request, current, model_of
 from otel_toolcalls._core.sink import Sink, by_type
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .returned import hand_back
-from .servers import guarded, server_of
+from .servers import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -226,7 +227,7 @@ def instrument(telemetry: Telemetry) -> bool:
             return stream
 
     # The raw client makes every v2 stream, whatever client object leads there. The public method
-    # makes its generator's close seen (_returned) and begins the request; cohere's Client binds its
+    # makes its generator's close seen (_providers.returned) and begins the request; cohere's Client binds its
     # methods in __init__, so a client made before instrument() keeps the bare generator (its
     # close() is then recorded as abandoned) and its request begins at the raw client.
     _patches.wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)

@@ -21,6 +21,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.request import Request, keep, kept, model_of, traced_elsewhere, watch
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.stream import wrap_async, wrap_sync
@@ -28,7 +29,7 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .formats.chat_completions import process_chunk
-from .servers import guarded, server_of
+from .servers import server_of
 
 _log = logging.getLogger(__name__)
 

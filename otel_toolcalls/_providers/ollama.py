@@ -9,7 +9,7 @@ carries no tool calls). Ollama's OpenAI-compatible endpoint (``/v1``) is reached
 openai SDK and traced by its adapter: this client never calls it.
 
 The client hands the user a bare generator (an async generator for ``AsyncClient``): the package
-hands back one of the same kind that sees ``close()`` / ``aclose()`` (``_returned``).
+hands back one of the same kind that sees ``close()`` / ``aclose()`` (``_providers.returned``).
 
 Tool calls arrive whole, arguments parsed, in ``message.tool_calls``: each is a block that starts
 and completes at the chunk carrying it (TELEMETRY section 6, "Whole calls"): no fragments, no

@@ -6,22 +6,9 @@ abandoned"); nothing else about the returned object may change: not what ``isins
 ``collections.abc``, ``hasattr`` of a dunder or ``inspect`` say of it. A wrapt ``ObjectProxy``
 changes them (it defines ``__enter__``, ``__len__``, ``__aenter__``... whatever the wrapped has,
 and ``hasattr`` and the ABCs look at the proxy's class), so frameworks that pick sync or async
-iteration by ``isinstance`` (Starlette's ``StreamingResponse``) took a sync stream for an async one.
-
-Sync: a real generator relaying the SDK's (PEP 380's ``yield from``, spelled out so that a close is
-reported before the SDK's generator is closed). ``type()``, ``inspect.isgenerator`` and every
-other answer are the SDK's. A ``close()`` is told from garbage collection by a weak reference to
-the relay itself: CPython clears a generator's weak references before it finalizes (closes) it,
-by reference count or by the cycle collector, so the reference is still alive only when a holder
-of the generator closed it.
-
-Async: a proxy, not a relaying async generator. asyncio's ``shutdown_asyncgens`` (at the end of
-``asyncio.run``) calls ``aclose()`` on every live async generator it has seen, a relay and the
-SDK's in no set order, so a stream the user never closed would end ``closed`` or ``abandoned`` by
-chance. The proxy is no async generator: the loop never sees it. Its class defines exactly the
-async-generator protocol, forwards every other attribute and reports the SDK's class as
-``__class__``, so ``isinstance`` (``types.AsyncGeneratorType`` included), ``hasattr`` and
-``inspect.isasyncgen`` answer as for the SDK's; only ``type()`` names the proxy.
+iteration by ``isinstance`` (Starlette's ``StreamingResponse``) would take a sync stream for an async one.
+So a generator is relayed by a generator (``relay``), an async generator stood for by a proxy
+(``AsyncGeneratorProxy``).
 """
 
 from __future__ import annotations
@@ -34,7 +21,7 @@ import weakref
 from collections.abc import AsyncGenerator, Callable, Generator
 from typing import Any
 
-from .servers import guarded
+from otel_toolcalls._core.errors import guarded
 
 _log = logging.getLogger(__name__)
 
@@ -47,7 +34,13 @@ def relay(
 ) -> Generator[Any, Any, Any]:
     """A generator that yields, receives, raises and returns what ``inner`` does; ``on_close`` runs
     when someone closes it (not when it is collected). ``scope`` is entered around each step of
-    ``inner`` (a generator is never re-entered, so one object can serve every step)."""
+    ``inner`` (a generator is never re-entered, so one object can serve every step).
+
+    PEP 380's ``yield from``, spelled out so that a close is reported before the SDK's generator is
+    closed; ``type()``, ``inspect.isgenerator`` and every other answer are the SDK's. A ``close()``
+    is told from garbage collection by a weak reference to the relay itself: CPython clears a
+    generator's weak references before it finalizes (closes) it, by reference count or by the cycle
+    collector, so the reference is still alive only when a holder of the generator closed it."""
     me: list[weakref.ref[Any]] = []
     outer: Any = _relay(inner, on_close, scope, me)
     me.append(weakref.ref(outer))
@@ -119,7 +112,15 @@ class Transparent:
 
 class AsyncGeneratorProxy(Transparent):
     """Stands for the SDK's async generator; ``aclose()`` is seen. ``publish``: a context variable
-    and the value it holds while the SDK's generator runs."""
+    and the value it holds while the SDK's generator runs.
+
+    A proxy, not a relaying async generator: asyncio's ``shutdown_asyncgens`` (at the end of
+    ``asyncio.run``) calls ``aclose()`` on every live async generator it has seen, a relay and the
+    SDK's in no set order, so a stream the user never closed would end ``closed`` or ``abandoned``
+    by chance. The proxy is no async generator: the loop never sees it. Its class defines exactly
+    the async-generator protocol, forwards every other attribute and reports the SDK's class as
+    ``__class__``, so ``isinstance`` (``types.AsyncGeneratorType`` included), ``hasattr`` and
+    ``inspect.isasyncgen`` answer as for the SDK's; only ``type()`` names the proxy."""
 
     __slots__ = ("_self_on_close", "_self_publish")
 

@@ -1,4 +1,4 @@
-"""The server of a request's URL; ``guarded`` (the package's one guarded step) for the adapters."""
+"""The server of a request's URL (``server.address`` / ``server.port``), for the adapters."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
-from otel_toolcalls._core.errors import guarded
-
-__all__ = ["guarded", "server_of"]
+__all__ = ["server_of"]
 
 _log = logging.getLogger(__name__)
 

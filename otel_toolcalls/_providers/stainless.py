@@ -28,14 +28,14 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import replay as _replay
-from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.peers import foreign_inference_span, started_ns, suppressed_span
 from otel_toolcalls._core.request import Request, current, stash, stashed
 from otel_toolcalls._core.stream import Process, close_seen
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches
 
-from .servers import guarded, server_of
+from .servers import server_of
 
 
 @dataclass
@@ -45,8 +45,16 @@ class Route:
     matches: Callable[[str], bool]
     process: Process
     operation: str = "chat"
-    # The call ids of a request body's input history, for the replayed-aborted-call check (_replay).
+    # The call ids of a request body's input history, for the replayed-aborted-call check (_core.replay).
     history_ids: _replay.HistoryIds | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Routed:
+    """A request's ``route``: the SDK whose patches made the request, and the route they matched."""
+
+    sdk: StainlessSDK
+    route: Route
 
 
 @dataclass
@@ -149,7 +157,7 @@ class StainlessSDK:
             route.operation,
             _server(client),
             sdk_traces=self.sdk_traces is not None and bool(self.sdk_traces(client)),
-            detail=(self, route),
+            route=Routed(self, route),
             **known,
         )
 
@@ -191,7 +199,8 @@ class StainlessSDK:
     def _attach(self, stream: Any, iterator: Any) -> Any:
         response = getattr(stream, "response", None)
         request = current(response)
-        if request is None or not (isinstance(request.detail, tuple) and request.detail[0] is self):
+        route = self._route_of(request)
+        if request is None or route is None:
             # Built outside a request this adapter saw (a stream made by hand): from its options.
             options = getattr(stream, "_options", None)
             route = self._route(options)
@@ -200,8 +209,13 @@ class StainlessSDK:
             request = self._new_request(getattr(stream, "_client", None), options, route)
         sdk_span = None if self.find_sdk_span is None else functools.partial(self.find_sdk_span, stream)
         owner = stream if self.watch_streams else None
-        process = request.detail[1].process
-        return request.attach(iterator, process, key=response, owner=owner, sdk_span=sdk_span)
+        return request.attach(iterator, route.process, key=response, owner=owner, sdk_span=sdk_span)
+
+    def _route_of(self, request: Request | None) -> Route | None:
+        """The route of a request these patches made; None for another adapter's (LiteLLM's, another
+        Stainless SDK's) or none."""
+        routed = request.route if request is not None else None
+        return routed.route if isinstance(routed, Routed) and routed.sdk is self else None
 
     def uninstrument(self) -> None:
         self._patches.unwrap_all()

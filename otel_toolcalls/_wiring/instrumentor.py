@@ -55,7 +55,7 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     ``buffered_min_chunks``, ``buffered_window_ms``, ``buffered_min_ttfc_ms``.
 
     An SDK the application has already imported is patched at once; one it has not is patched when
-    (and if) the application imports a module the adapter patches (``_imports``): importing every
+    (and if) the application imports a module the adapter patches (``_wiring.imports``): importing every
     installed SDK up front would cost seconds at start-up (litellm even fetches a cost map), for
     SDKs the application may never use.
     """

@@ -34,7 +34,7 @@ class Requires:
     """One adapter's needs, as data. The instrumentor waits for the modules of ``targets`` and warns
     (once) about any target it cannot find; ``otel-toolcalls doctor`` reports them."""
 
-    # The distribution, as pip names it: its version is reported and checked against _support.
+    # The distribution, as pip names it: its version is reported and checked against _wiring.support.
     sdk: str
     # Every attribute the adapter wraps on the newest design.
     targets: tuple[Target, ...]

@@ -5,7 +5,7 @@ The oldest is the floor pyproject.toml declares, run by the version lane (tests/
 The agent frameworks that run in venvs of their own (``make frameworks``) are tested at the versions
 their lanes pin (tests/frameworks/requirements*.txt): the newest, the last release of the previous
 tool-execution design where the adapter hooks another choke point (``Requires.earlier``), and the
-oldest, which covers at least the releases of the last twelve months (to 2026-12-01), or since
+oldest, which covers at least the releases of the last twelve months, or since
 the framework's tool-execution design the adapter can hook began, where that is later.
 ``otel-toolcalls doctor`` reads it to say whether an installed SDK is in the tested range;
 tests/test_support.py keeps the oldest equal to the floors.

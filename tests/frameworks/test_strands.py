@@ -225,8 +225,17 @@ def test_strict_refuses_the_aborted_call_through_strands_error_result(
 def test_direct_tool_call_gets_no_span(
     instrument: Any, telemetry: Any, fake: Any, strands_traced: None
 ) -> None:
-    # agent.tool.x(): Strands makes up the id and opens no span; not a model's call.
+    # agent.tool.x(): Strands makes up the id and opens no span; not a model's call. The same
+    # agent's model-driven call, between two direct ones, gets its span: the adapter is at work.
+    fake.enqueue(*completed_turn())
     agent = _agent(fake)
     agent.tool.get_weather(location="Bern")
-    assert body.locations == ["Bern"]
-    assert executions(telemetry) == []
+    agent("Weather in Zürich?")
+    agent.tool.get_weather(location="Basel")
+    (execution,) = executions(telemetry)
+    call = telemetry.one("tool_call get_weather")
+    assert execution.attributes["gen_ai.tool.call.id"] == WHOLE.id
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    assert body.locations == ["Bern", "Zürich", "Basel"]
+    assert body.calls[1][1] == execution.context.span_id

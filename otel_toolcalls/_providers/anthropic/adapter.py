@@ -1,6 +1,6 @@
 """The anthropic SDK: Messages streams, stable and beta, on every client class.
 
-One set of patches for the SDK (see ``_stainless``). Notes that shaped it:
+One set of patches for the SDK (``_providers.stainless``). Notes that shaped it:
 - The SDK runs ``__stream__`` lazily on a copy of the ``Stream`` the user holds; the state is keyed
   on the HTTP response both share, so ``close()`` on the original still reaches it.
 - ``messages.stream()`` helpers (``MessageStream``) read the same ``Stream`` and close it through

@@ -3,7 +3,7 @@
 
 One choke point, ``BaseClient._make_api_call``: the request's start time, parent context,
 ``modelId`` and endpoint are known when it is called, and the event stream it returns is handed
-back as the traced proxy of ``_bedrock_streams`` (which also sees ``close()``). aiobotocore's
+back as the traced proxy of ``_providers.bedrock.streams`` (which also sees ``close()``). aiobotocore's
 client overrides this method with a coroutine: its own adapter, ``aiobotocore``.
 """
 
@@ -13,10 +13,9 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.request import Request
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import guarded
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .streams import PROVIDER, begin, hand_back

@@ -2,7 +2,7 @@
 from asyncio): ``converse_stream()`` and ``invoke_model_with_response_stream()``.
 
 ``AioBaseClient._make_api_call`` is a coroutine overriding botocore's; the ``AioEventStream`` it
-returns is handed back as the async proxy of ``_bedrock_streams``: the same translators as boto3's,
+returns is handed back as the async proxy of ``_providers.bedrock.streams``: the same translators as boto3's,
 read with ``async for``; ``close()`` (sync, as the SDK's), cancellation while awaiting a chunk, and
 collection end the stream as they say.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import guarded
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .adapter import request_of

@@ -8,13 +8,6 @@ reads on. So the stream's end is read from the raw generator (exhausted, raising
 never from a loop's end: the proxy hands that generator once to the request's finalize-once wrapper
 and each loop reads through it.
 
-The proxy, not a wrapt ``ObjectProxy``: that one defines ``__len__``, ``__enter__``,
-``__getitem__``... on its class, so the stream would become ``Sized``, ``Container``,
-``Reversible`` and seem to be a context manager. This class defines exactly the stream's protocol
-(``__iter__``; for aiobotocore ``__aiter__`` / ``__anext__`` too), reports the SDK's class as
-``__class__`` and forwards every other attribute: ``isinstance``, ``hasattr`` and ``inspect``
-answer as for the SDK's stream; only ``type()`` names the proxy. Its state is in ``_self_`` slots.
-
 SDK private names read (never replaced): ``_event_generator`` (the raw messages), ``_parse_event``
 (botocore's parse of one message; an exception frame raises ``EventStreamError`` there).
 """
@@ -24,15 +17,16 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from otel_toolcalls._core import replay as _replay
-from otel_toolcalls._core.errors import report, site_of
+from otel_toolcalls._core.errors import guarded, report, site_of
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.stream import Process, ended_by
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.returned import Transparent
-from otel_toolcalls._providers.servers import guarded, server_of
+from otel_toolcalls._providers.servers import server_of
 
 from . import converse as _bedrock_converse
 from . import invoke as _bedrock_invoke
@@ -40,10 +34,24 @@ from . import invoke as _bedrock_invoke
 _log = logging.getLogger(__name__)
 
 PROVIDER = "aws.bedrock"
-# operation -> (the key of the stream in the response, the translator of its parsed events)
-ROUTES: dict[str, tuple[str, Process]] = {
-    "ConverseStream": ("stream", _bedrock_converse.process_event),
-    "InvokeModelWithResponseStream": ("body", _bedrock_invoke.process_event),
+
+
+@dataclass(frozen=True)
+class Route:
+    """A streaming operation (a request's ``route``): where its stream is in the response, and the
+    translator of its parsed events."""
+
+    operation: str
+    key: str
+    process: Process
+
+
+ROUTES: dict[str, Route] = {
+    route.operation: route
+    for route in (
+        Route("ConverseStream", "stream", _bedrock_converse.process_event),
+        Route("InvokeModelWithResponseStream", "body", _bedrock_invoke.process_event),
+    )
 }
 
 
@@ -58,18 +66,21 @@ def begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request 
     # Converse messages are parameters botocore holds parsed; an invoke body is the caller's own
     # JSON text, which the package does not parse (the one parse it makes is a response chunk's).
     replayed = _replay.scan(telemetry, _replay.bedrock_ids, params) if operation == "ConverseStream" else None
-    return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, detail=operation)
+    route = ROUTES[operation]
+    return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, route=route)
 
 
 def hand_back(request: Request, result: Any) -> None:
     """Puts the traced stream in the response in place of the SDK's (a dict botocore made)."""
-    key, process = ROUTES[request.detail]
-    stream = result.get(key) if isinstance(result, dict) else None
+    route = request.route
+    if not isinstance(route, Route):  # only begin() makes the requests handed back here
+        return
+    stream = result.get(route.key) if isinstance(result, dict) else None
     if stream is None or not hasattr(stream, "_event_generator"):
-        _log.debug("otel_toolcalls: %s returned no event stream; not traced", request.detail)
+        _log.debug("otel_toolcalls: %s returned no event stream; not traced", route.operation)
         return
     cls = AsyncStreamProxy if hasattr(stream, "__aiter__") else StreamProxy
-    result[key] = cls(request, stream, process)
+    result[route.key] = cls(request, stream, route.process)
 
 
 def _fail(state: Any, exc: BaseException) -> None:
@@ -79,6 +90,14 @@ def _fail(state: Any, exc: BaseException) -> None:
 
 
 class Proxy(Transparent):
+    """The traced stream. Not a wrapt ``ObjectProxy``: that one defines ``__len__``, ``__enter__``,
+    ``__getitem__``... on its class, so the stream would become ``Sized``, ``Container``,
+    ``Reversible`` and seem to be a context manager. This class defines exactly the stream's
+    protocol (``__iter__``; for aiobotocore ``__aiter__`` / ``__anext__`` too), reports the SDK's
+    class as ``__class__`` and forwards every other attribute: ``isinstance``, ``hasattr`` and
+    ``inspect`` answer as for the SDK's stream; only ``type()`` names the proxy. Its state is in
+    ``_self_`` slots."""
+
     __slots__ = ("_self_events", "_self_process", "_self_state")
 
     def __init__(self, request: Request, stream: Any, process: Process) -> None:

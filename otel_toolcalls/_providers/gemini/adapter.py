@@ -4,12 +4,12 @@
 Choke points, and why:
 - ``Models._generate_content_stream`` / ``AsyncModels._generate_content_stream``: one call per HTTP
   request (each automatic-function-calling round and each continuation hop is its own request):
-  one ``StreamState`` each, its chunks translated by ``_gemini_chunks``.
+  one ``StreamState`` each, its chunks translated by ``_providers.gemini.chunks``.
 - ``generate_content_stream`` and chats' ``send_message_stream``: they hand the user a bare
   generator, so the package hands back one of its own that sees ``close()`` and is in every other
-  way what the SDK returned (``_gemini_streams``, ``_returned``).
+  way what the SDK returned (``_providers.gemini.streams``, ``_providers.returned``).
 - ``_extra_utils.get_function_response_parts`` and ``invoke_function_from_dict_args`` (and their
-  async twins): where the SDK runs the user's Python tools (``_gemini_afc``).
+  async twins): where the SDK runs the user's Python tools (``_providers.gemini.afc``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What is handed back in place of google-genai's bare generators (``_returned``), and their sessions.
+"""What is handed back in place of google-genai's bare generators (``_providers.returned``), and
+their sessions.
 
 ``generate_content_stream`` (and chats' ``send_message_stream``) return a plain generator that may
 make several requests in turn (automatic function calling rounds, continuation hops). Each request

@@ -1,6 +1,6 @@
 """The openai SDK: Chat Completions streams (and, through the same patches, Responses streams).
 
-One set of patches for the SDK (see ``_stainless``); the request path picks the translator.
+One set of patches for the SDK (``_providers.stainless``); the request path picks the translator.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ _RETRIEVE_PATH = re.compile(r"/responses/[^/]+$")
 AZURE_OPENAI = "azure.ai.openai"
 
 
-def _provider_of(client: Any) -> str | None:
+def provider_of(client: Any) -> str | None:
     # AzureOpenAI / AsyncAzureOpenAI: the conventions' "azure.ai.openai"; every other client "openai".
     azure = sys.modules.get("openai.lib.azure")
     base = getattr(azure, "BaseAzureClient", None)
@@ -36,7 +36,7 @@ def _provider_of(client: Any) -> str | None:
 SDK = StainlessSDK(
     module="openai",
     provider="openai",
-    provider_of=_provider_of,
+    provider_of=provider_of,
     routes=[
         Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
         Route(lambda path: path.endswith("/responses"), responses_event, "chat", openai_responses_ids),

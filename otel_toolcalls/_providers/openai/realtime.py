@@ -4,7 +4,7 @@ twin, and ``client.beta.realtime`` (the same connection code, where the SDK stil
 One connection carries many responses: each ``response.created`` opens a stream of its own (a
 ``StreamState``: one inference span, its tool-call spans under it), which ``response.done`` ends.
 Events are routed to their response by ``response_id``; a call's fragments to its call by
-``item_id``. The patches and the connection's session: ``_ws_connection``.
+``item_id``. The patches and the connection's session: ``_providers.openai.ws_connection``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ one ``Session`` per connection, holding its open responses, and the wrappers tha
 Choke points, and why:
 - the resource's ``connect``: the model asked for (Realtime) and the client (its server); kept
   for the manager it returns. The manager's ``__enter__`` / ``enter`` (``__aenter__``) hands them
-  to the connection it opens. Nothing is stored on SDK objects: both are kept weakly (``_request``).
+  to the connection it opens. Nothing is stored on SDK objects: both are kept weakly (``_core.request.keep``).
 - the connection's ``recv``: every way to read parsed events (``for event in connection``,
   ``dispatch_events``, ``recv()``) goes through it; what it raises is the socket's end.
 - the connection's ``close``: the user's close, and the manager's exit.
@@ -26,13 +26,13 @@ from typing import Any, Literal
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core.errors import report, warn_once
+from otel_toolcalls._core.errors import guarded, report, warn_once
 from otel_toolcalls._core.request import Request, keep, kept, model_of
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import guarded, server_of
+from otel_toolcalls._providers.servers import server_of
 
-from .adapter import _provider_of
+from .adapter import provider_of
 
 PROVIDER = "openai"
 
@@ -105,7 +105,7 @@ class Wiring:
         if not self.telemetry:
             return None
         url = None if client is None else (client.websocket_base_url or client.base_url)
-        provider = (_provider_of(client) if client is not None else None) or PROVIDER
+        provider = (provider_of(client) if client is not None else None) or PROVIDER
         return Session(self.telemetry[0], provider, model_of(model), server_of(url))
 
     def received(self, connection: Any, event: Any) -> None:
