@@ -10,7 +10,7 @@ pytest.importorskip("cohere.v2.client")
 
 import cohere
 
-from otel_toolcalls._core.state import error_type_of
+from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing.cohere import MODEL, tool_call_script
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall

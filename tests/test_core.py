@@ -10,7 +10,8 @@ from opentelemetry.trace import StatusCode
 
 from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.state import RequestInfo, StreamState, classify, error_type_of
+from otel_toolcalls._core.calls import classify, error_type_of
+from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
 
 

@@ -11,7 +11,7 @@ pytest.importorskip("mistralai.client")
 
 from mistralai.client import Mistral
 
-from otel_toolcalls._core.state import error_type_of
+from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import FakeProvider, Script
 from otel_toolcalls.testing.mistral import MODEL, tool_call_script
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall

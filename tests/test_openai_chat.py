@@ -14,7 +14,7 @@ from sdk_compat import bare_error, chat_helper_stream
 
 from otel_toolcalls import execute_tool
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.state import error_type_of
+from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import Script, awkward_points, sse
 from otel_toolcalls.testing.openai_chat import (
     MODEL,

@@ -12,7 +12,7 @@ from sdk_compat import bare_error_async, chat_helper_stream
 from test_openai_chat import assert_call, assert_parented, helper_kwargs, inference
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.state import error_type_of
+from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import Script, sse
 from otel_toolcalls.testing.openai_chat import (
     MODEL,

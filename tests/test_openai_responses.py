@@ -18,7 +18,7 @@ from sdk_compat import bare_error_async
 
 from otel_toolcalls import tool_call_outcome
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.state import error_type_of
+from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import Script, sse
 from otel_toolcalls.testing.openai_responses import (
     MODEL,

@@ -20,6 +20,7 @@ from opentelemetry.sdk.metrics.export import Histogram, Sum
 from opentelemetry.trace import SpanKind
 
 from otel_toolcalls._core import inference_metrics as _inference_metrics
+from otel_toolcalls._core import telemetry as _telemetry
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
 from otel_toolcalls.testing import gemini as g
@@ -225,6 +226,6 @@ def test_package_metric_names_are_the_conventions() -> None:
         n.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS,
         n.METRIC_USAGE_REASONING_OUTPUT_TOKENS,
     } == set(sc.METRICS)
-    assert _inference_metrics.SECONDS_BUCKETS == sc.SECONDS_BUCKETS
+    assert _telemetry.INFERENCE_SECONDS_BUCKETS == sc.SECONDS_BUCKETS
     assert n.GEN_AI_TOKEN_MODALITY == sc.TOKEN_MODALITY
     assert n.TOKEN_MODALITY_UNKNOWN == sc.TOKEN_MODALITY_UNKNOWN

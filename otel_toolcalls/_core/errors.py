@@ -18,6 +18,9 @@ from . import names as n
 
 _log = logging.getLogger("otel_toolcalls")
 
+# The counter of the active instrumentor (telemetry.set_active hands it over; None: not instrumented).
+_counter: Any = None
+
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
@@ -39,14 +42,18 @@ def warn_once(site: str, message: str) -> None:
         _log.warning("otel_toolcalls: %s", message)
 
 
+def count_into(counter: Any) -> None:
+    """Where ``report`` counts from now on: the ``toolcall.internal_errors`` counter, or None."""
+    global _counter
+    _counter = counter
+
+
 def report(site: str, exc: BaseException) -> None:
     """Counts and logs one internal error at ``site``; itself never raises."""
     try:
-        from .telemetry import active
-
-        telemetry = active()
-        if telemetry is not None:
-            telemetry.internal_errors.add(1, {n.ERROR_SITE: site, n.ERROR_TYPE: type(exc).__qualname__})
+        counter = _counter
+        if counter is not None:
+            counter.add(1, {n.ERROR_SITE: site, n.ERROR_TYPE: type(exc).__qualname__})
     except Exception:  # a meter that raises: the log below still tells
         _log.debug("otel_toolcalls: could not count an internal error", exc_info=True)
     if _first_time(site):

@@ -1,6 +1,7 @@
 """What a translator may do to a stream: the one interface between the adapters' chunk readers and
-the core. ``StreamState`` implements it (a subclass: ``block_started`` is written here once, the
-core implements what it hands over); a translator imports nothing else from the core."""
+the core, a Protocol that ``state.StreamState`` implements structurally. A translator types its
+stream as a ``Sink`` and needs nothing else of the core but its vocabulary (``names``, ``usage``,
+``calls.classify``)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,13 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from . import names as n
-from .calls import Opening, classify
-
-# classify: the abort reason a finish reason means, for a translator that must decide by it.
-__all__ = ["Sink", "by_type", "classify"]
 
 
 class Sink(Protocol):
     # What the response says of itself; the translator sets each from the chunk carrying it.
     response_id: str | None
     response_model: str | None
-    usage: Any  # a _usage.Usage, from the event carrying the final count
+    usage: Any  # a usage.Usage, from the event carrying the final count
     pending_usage: Any  # Anthropic's message_start usage until message_delta
     # Blocks started so far (Gemini numbers its calls by it).
     tool_calls: int
@@ -35,12 +32,8 @@ class Sink(Protocol):
         whole: bool = False,
     ) -> None:
         """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts).
-        Defined here, once, for every implementation: the core takes the ``Opening``."""
-        self._open_block(
-            Opening(key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole)
-        )
-
-    def _open_block(self, opening: Opening) -> None: ...
+        The name is cut to ``names.MAX_NAME_LENGTH``; an empty call id is none."""
+        ...
 
     def fragment(self, key: Hashable, text: str | None) -> None: ...
 

@@ -1,8 +1,10 @@
 """The provider-neutral state machine: normalized stream events in, spans and metrics out.
 
-Adapters translate their SDK's chunks into the calls below; nothing here knows a provider. One
-``StreamState`` lives per streamed request. Its event methods are cheap (the per-fragment one is
-two additions); all span and metric work is deferred to a block's end or the stream's end.
+Translators turn their SDK's chunks into the calls of ``sink.Sink``, which ``StreamState``
+implements; nothing here knows a provider. One ``StreamState`` lives per streamed request: its
+tool-call blocks (opened, fed, stopped, settled by a later stop reason, ended) and, once, the end
+of the request as a whole (its inference span and metrics). Per-chunk events are cheap; span and
+metric work waits for a block's end or the stream's end.
 
 Threads: a stream can end from any thread (``close()`` while another thread iterates, a garbage
 collection, interpreter exit) while events still arrive. Every method that opens, settles or ends
@@ -24,18 +26,15 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from . import inference_end as inference
 from . import names as n
-from .blocks import BlockEvents
-from .calls import Call, End, classify, end_call, error_type_of, start_span, utf8_len
-from .errors import report
+from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
+from .errors import guarded, report
+from .inference_metrics import StreamEnd, reports_usage
+from .registry import call_key
 from .telemetry import Telemetry
-from .usage import Usage
-
-# Re-exported: the core's vocabulary, for the adapters and tests that name it from here.
-__all__ = ["LIVE", "RequestInfo", "StreamState", "classify", "error_type_of", "utf8_len"]
+from .usage import Usage, span_attributes
 
 _log = logging.getLogger(__name__)
 _time_ns = time.time_ns
@@ -55,6 +54,21 @@ class RequestInfo:
     # Someone else's inference span for this request (an SDK that traces itself, another
     # instrumentation): tool-call spans become its children and the package makes none.
     adopted_span: Span | None = None
+
+    def attributes(self) -> dict[str, Any]:
+        """What every inference signal (span and metrics) carries of the request itself; the port
+        only with the address (the conventions: ``server.port`` is required if ``server.address`` is set)."""
+        attributes: dict[str, Any] = {
+            n.GEN_AI_OPERATION_NAME: self.operation,
+            n.GEN_AI_PROVIDER_NAME: self.provider,
+        }
+        if self.model:
+            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
+        if self.server_address:
+            attributes[n.SERVER_ADDRESS] = self.server_address
+            if self.server_port:
+                attributes[n.SERVER_PORT] = self.server_port
+        return attributes
 
 
 # Streams still open, so that interpreter exit can end their calls as abandoned before the
@@ -76,8 +90,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_inherited_streams)
 
 
-class StreamState(BlockEvents):
-    """One streamed request: its inference span and its tool-call blocks."""
+class StreamState:
+    """One streamed request: its inference span and its tool-call blocks (a ``sink.Sink``)."""
 
     def __init__(self, telemetry: Telemetry, request: RequestInfo) -> None:
         self._t = self.telemetry = telemetry
@@ -104,13 +118,13 @@ class StreamState(BlockEvents):
         self.tool_calls = 0
         self.response_id: str | None = None
         self.response_model: str | None = None
-        # Token usage, set by the translator from the event carrying the final count (_usage).
+        # Token usage, set by the translator from the event carrying the final count (usage).
         self.usage: Usage | None = None
         self.pending_usage: Any = None  # Anthropic's message_start usage until message_delta
         self.first_chunk_ns: int | None = None
         self.buffered = False
         # The weak reference that abandons the stream when the user's object is collected
-        # (_request.watch); held here so that it lives exactly as long as the state.
+        # (request.watch); held here so that it lives exactly as long as the state.
         self.watcher: Any = None
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 
@@ -124,7 +138,7 @@ class StreamState(BlockEvents):
                 f"{request.operation} {request.model}" if request.model else request.operation,
                 context=parent,
                 kind=SpanKind.CLIENT,
-                attributes=inference.inference_attributes(self),
+                attributes={**request.attributes(), n.GEN_AI_REQUEST_STREAM: True},
                 start_time=self.start_ns,
             )
             self._owns_span = True
@@ -152,7 +166,7 @@ class StreamState(BlockEvents):
     # -- per-chunk bookkeeping -------------------------------------------------------------------
 
     def first_chunk(self) -> None:
-        # The span attribute and the metric are written at the end (_inference_end), the metric
+        # The span attribute and the metric are written at the end (_end_inference), the metric
         # with the response model. No lock: a stream ended from another thread meanwhile has read
         # it already or reads it after; either way the chunk did arrive before the stream's end.
         self.first_chunk_ns = _time_ns()
@@ -166,6 +180,133 @@ class StreamState(BlockEvents):
         if (_time_ns() - first) <= settings.buffered_window_ms * 1e6:
             with self._lock:
                 self.buffered = self.buffered or not self._done
+
+    # -- block events ----------------------------------------------------------------------------
+
+    def block_started(
+        self,
+        key: Hashable,
+        *,
+        name: str,
+        call_id: str | None = None,
+        index: int | None = None,
+        tool_type: str = n.TOOL_TYPE_FUNCTION,
+        choice: int = 0,
+        whole: bool = False,
+    ) -> None:
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts)."""
+        opening = Opening(key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole)
+        ends: list[End] = []
+        with self._lock:
+            if self._done:
+                return
+            previous = self.open.pop(key, None)
+            if previous is not None:
+                # Ended now, before the new block's span starts, though the span work comes later.
+                ends.append((previous, n.INCOMPLETE, None, _time_ns()))
+            self._take_pending(ends)
+            call = self._start_call(opening)
+            if self._done:
+                # Finalized while the span was being started (a span processor, or a collection in
+                # this thread, ended the stream): the call ends as the stream did, not left open.
+                reason, error_type = self._closing
+                ends.append((call, reason, error_type, None))
+            else:
+                self.open[key] = call
+            self._choices_with_calls.add(choice)
+            self.tool_calls += 1
+        self._end_calls(ends)
+
+    def _start_call(self, opening: Opening) -> Call:
+        attributes: dict[str, Any] = {
+            n.GEN_AI_PROVIDER_NAME: self.provider,
+            n.GEN_AI_TOOL_NAME: opening.name,
+            n.GEN_AI_TOOL_TYPE: opening.tool_type,
+        }
+        if self.model:
+            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
+        if opening.call_id:
+            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(opening.call_id)
+        if opening.index is not None:
+            attributes[n.TOOLCALL_INDEX] = opening.index
+        start_ns = _time_ns()
+        span = start_span(
+            self._t.tracer,
+            n.TOOL_CALL_SPAN_PREFIX + opening.name,
+            context=self._child_context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            start_time=start_ns,
+        )
+        return Call(opening, span, start_ns, self._t.settings.capture_content)
+
+    def is_open(self, key: Hashable) -> bool:
+        return key in self.open
+
+    def call_id_of(self, key: Hashable) -> str | None:
+        call = self.open.get(key)
+        return call.call_id if call is not None else None
+
+    def open_keys(self) -> list[Hashable]:
+        return list(self.open)
+
+    def fragment(self, key: Hashable, text: str | None) -> None:
+        """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
+        if not text:
+            return
+        call = self.open.get(key)
+        if call is None:
+            _log.debug("argument fragment for a block that never started: %r", key)
+            return
+        call.deltas += 1
+        call.size += utf8_len(text)
+        if call.content is not None:
+            call.keep(text)
+
+    def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
+        """A fragment whose size the adapter measured (arguments that arrive as values, not text)."""
+        call = self.open.get(key)
+        if call is None:
+            _log.debug("argument fragment for a block that never started: %r", key)
+            return
+        call.deltas += 1
+        call.size += nbytes
+        if call.content is not None and text is not None:
+            call.keep(text)
+
+    def block_stopped(self, key: Hashable, *, unsettled: str | None = None) -> None:
+        """The block's own completion event; a later stop reason may still truncate it.
+
+        ``unsettled``: the abort reason it takes if nothing settles it (an OpenAI Responses item
+        done with status ``incomplete`` is ``truncated`` unless a ``response.incomplete`` says why).
+        """
+        ends: list[End] = []
+        with self._lock:
+            call = self.open.pop(key, None)
+            if call is None:
+                return
+            self._take_pending(ends)
+            call.stop_ns = _time_ns()
+            self._pending = call
+            self._pending_default = unsettled
+        self._end_calls(ends)
+
+    def block_completed(self, key: Hashable) -> None:
+        """A completion event nothing later can overturn (OpenAI Responses item done, Gemini part)."""
+        self.block_aborted(key, None)
+
+    def block_aborted(self, key: Hashable, reason: str | None, error_type: str | None = None) -> None:
+        with self._lock:
+            call = self.open.pop(key, None)
+        if call is not None:
+            self._end_call(call, reason, error_type)
+
+    def other_block_started(self) -> None:
+        """Any new block (text included) settles the pending one: the limit did not cut it."""
+        ends: list[End] = []
+        with self._lock:
+            self._take_pending(ends)
+        self._end_calls(ends)
 
     # -- stream-level events ---------------------------------------------------------------------
 
@@ -205,7 +346,7 @@ class StreamState(BlockEvents):
             if span is not None and span.is_recording():
                 # Someone else's span (an SDK that traces itself) may end with the body, before this
                 # stream is finalized: its toolcall.* attributes are written now, while it is open.
-                inference.annotate(self, span, inference.stream_outcome(self, n.INCOMPLETE, None)[0])
+                span.set_attributes(self._outcome_attributes(self._outcome(n.INCOMPLETE, None)[0]))
 
     def error_event(self, error_type: str | None) -> None:
         """An in-stream error event that raised nothing: open calls end as stream errors now."""
@@ -249,12 +390,109 @@ class StreamState(BlockEvents):
         LIVE.pop(id(self), None)
         self._end_calls(ends)
         try:
-            inference.end_inference(self, reason, error_type, _time_ns())
+            self._end_inference(reason, error_type, _time_ns())
         except Exception as exc:
             report("end_inference", exc)
 
-    def _now(self) -> int:
-        return _time_ns()
+    # -- the end of the request as a whole: once, from finalize() ---------------------------------
+
+    def _outcome(self, reason: str, error_type: str | None) -> tuple[str | None, str | None]:
+        """(abort reason or None for completed, error type) of the stream as a whole."""
+        if self._error_type is not None or reason == n.STREAM_ERROR:
+            return n.STREAM_ERROR, error_type or self._error_type
+        if self._stop_abort is not None:
+            return self._stop_abort, None
+        if self._final:
+            return None, None
+        return reason, None
+
+    def _end_inference(self, reason: str, error_type: str | None, end_ns: int) -> None:
+        span = self.span
+        outcome_reason, error_type = self._outcome(reason, error_type)
+        # Guarded alone: a failing meter must not leave the inference span unended.
+        guarded(self._record_inference, error_type, end_ns)
+        if not span.is_recording():
+            return
+        if not self._owns_span and self.request.adopted_span is None:
+            # Inference spans off: the current span is the caller's (an agent turn), not this request's.
+            return
+        if not self._owns_span:
+            span.set_attributes(self._outcome_attributes(outcome_reason))
+            return
+        # The span's own: every end attribute in one set_attributes (one lock, one check in the SDK).
+        attributes = self._outcome_attributes(outcome_reason)
+        if self.response_id:
+            attributes[n.GEN_AI_RESPONSE_ID] = self.response_id
+        if self.response_model:
+            attributes[n.GEN_AI_RESPONSE_MODEL] = self.response_model
+        if self.usage is not None and reports_usage(self.request.operation):
+            attributes.update(span_attributes(self.usage))
+        choices = sorted(set(self._finish_reasons) | self._choices_with_calls) or [0]
+        attributes[n.GEN_AI_RESPONSE_FINISH_REASONS] = [self._finish_reasons.get(c, "error") for c in choices]
+        if error_type is not None:
+            attributes[n.ERROR_TYPE] = error_type
+        span.set_attributes(attributes)
+        if error_type is not None:
+            span.set_status(Status(StatusCode.ERROR, f"stream failed: {error_type}"))
+        span.end(end_time=end_ns)
+
+    def _record_inference(self, error_type: str | None, end_ns: int) -> None:
+        request = self.request
+        attributes = request.attributes()
+        if self.response_model:
+            attributes[n.GEN_AI_RESPONSE_MODEL] = self.response_model
+        self._t.inference.record(
+            StreamEnd(
+                attributes=attributes,
+                operation=request.operation,
+                adopted_span=request.adopted_span,
+                start_ns=self.start_ns,
+                first_chunk_ns=self.first_chunk_ns,
+                usage=self.usage,
+                error_type=error_type,
+                end_ns=end_ns,
+            )
+        )
+        if self.buffered:
+            buffered = {n.GEN_AI_PROVIDER_NAME: self.provider}
+            if self.model:
+                buffered[n.GEN_AI_REQUEST_MODEL] = self.model
+            self._t.stream_buffered.add(1, buffered)
+
+    def _outcome_attributes(self, outcome_reason: str | None) -> dict[str, Any]:
+        """The stream's toolcall.* attributes: count, outcome, abort reason, buffered."""
+        attributes: dict[str, Any] = {n.TOOLCALL_COUNT: self.tool_calls}
+        if outcome_reason is None:
+            attributes[n.TOOLCALL_OUTCOME] = n.COMPLETED
+        else:
+            attributes[n.TOOLCALL_OUTCOME] = n.ABORTED
+            attributes[n.TOOLCALL_ABORT_REASON] = outcome_reason
+        if self.buffered:
+            attributes[n.TOOLCALL_STREAM_BUFFERED] = True
+        if self._owns_span and self.first_chunk_ns is not None:
+            # Written at the end, with the rest, rather than by the first chunk.
+            attributes[n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = (self.first_chunk_ns - self.start_ns) / 1e9
+        return attributes
+
+    # -- decide under the lock, end after it ------------------------------------------------------
+
+    def _take_pending(self, ends: list[End], reason: str | None = None) -> None:
+        """Under the lock: the pending call, settled with ``reason`` (or its default), to be ended."""
+        call, self._pending = self._pending, None
+        default, self._pending_default = self._pending_default, None
+        if call is not None:
+            ends.append((call, reason or default, None, call.stop_ns))
+
+    def _take_open(self, ends: list[End], reason: str, error_type: str | None) -> None:
+        """Under the lock: every open call, to be ended with ``reason``."""
+        for call in self.open.values():
+            ends.append((call, reason, error_type, None))
+        self.open.clear()
+
+    def _end_calls(self, ends: list[End]) -> None:
+        """Outside the lock: the calls the locked part took, ended by this thread and no other."""
+        for call, reason, error_type, end_ns in ends:
+            self._end_call(call, reason, error_type, end_ns)
 
     def _end_call(
         self, call: Call, reason: str | None, error_type: str | None, end_ns: int | None = None

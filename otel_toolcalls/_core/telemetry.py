@@ -11,17 +11,23 @@ from opentelemetry import metrics, trace
 from otel_toolcalls._config import Settings
 from otel_toolcalls.version import __version__
 
+from . import errors
 from . import names as n
 from .counts import counts_for
-from .inference_metrics import SECONDS_BUCKETS, InferenceInstruments
+from .inference_metrics import InferenceInstruments
 from .registry import CallRegistry
 from .usage import FIELDS
 
 _SCOPE = "otel_toolcalls"
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 
-# Seconds buckets tuned for token streams: tool calls take milliseconds to minutes.
-_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# Two seconds tables, apart on purpose (TELEMETRY.md section 4 names them apart): the tool-call
+# durations' own "seconds buckets", from milliseconds to minutes, and the GenAI conventions'
+# advised boundaries for the inference metrics, which their dashboards expect as written.
+TOOL_CALL_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+INFERENCE_SECONDS_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92
+)  # fmt: skip
 _BYTES_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 _DELTAS_BUCKETS = (0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 4000, 16000)
 
@@ -43,10 +49,10 @@ class Spec(NamedTuple):
 # Every instrument the package records, by name.
 _INSTRUMENTS: dict[str, Spec] = {
     n.METRIC_CALLS: Spec("{call}", "Streamed tool calls by outcome.", observed=True),
-    n.METRIC_DURATION: Spec("s", "Tool-call block start to completion or abort.", _SECONDS_BUCKETS),
+    n.METRIC_DURATION: Spec("s", "Tool-call block start to completion or abort.", TOOL_CALL_SECONDS_BUCKETS),
     n.METRIC_ARGUMENTS_SIZE: Spec("By", "UTF-8 bytes of a call's argument fragments.", _BYTES_BUCKETS),
     n.METRIC_ARGUMENTS_DELTAS: Spec("{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS),
-    n.METRIC_EXECUTE_TOOL_DURATION: Spec("s", "Duration of tool executions.", _SECONDS_BUCKETS),
+    n.METRIC_EXECUTE_TOOL_DURATION: Spec("s", "Duration of tool executions.", TOOL_CALL_SECONDS_BUCKETS),
     n.METRIC_REPLAYED_ABORTED: Spec(
         "{call}", "Aborted tool calls found again in a later request's input history."
     ),
@@ -56,11 +62,11 @@ _INSTRUMENTS: dict[str, Spec] = {
     n.METRIC_INTERNAL_ERRORS: Spec(
         "{error}", "Failures of the package's own steps, by site; none reached the application."
     ),
-    # The GenAI conventions' inference metrics, with their advised buckets (_inference_metrics).
-    n.METRIC_INFERENCE_DURATION: Spec("s", "GenAI client inference duration.", SECONDS_BUCKETS),
-    n.METRIC_OPERATION_DURATION: Spec("s", "GenAI operation duration.", SECONDS_BUCKETS),
+    # The GenAI conventions' inference metrics (inference_metrics records them).
+    n.METRIC_INFERENCE_DURATION: Spec("s", "GenAI client inference duration.", INFERENCE_SECONDS_BUCKETS),
+    n.METRIC_OPERATION_DURATION: Spec("s", "GenAI operation duration.", INFERENCE_SECONDS_BUCKETS),
     n.METRIC_TIME_TO_FIRST_CHUNK: Spec(
-        "s", "Time from the request to the first chunk of a streamed response.", SECONDS_BUCKETS
+        "s", "Time from the request to the first chunk of a streamed response.", INFERENCE_SECONDS_BUCKETS
     ),
     **{metric: Spec("{token}", f"Tokens, as {attribute}.", observed=True) for _, attribute, metric in FIELDS},
 }
@@ -138,8 +144,10 @@ def active() -> Telemetry | None:
 
 
 def set_active(telemetry: Telemetry | None) -> None:
+    """The instrumentor's telemetry (None: uninstrumented); the package's own failures count into it."""
     global _ACTIVE
     _ACTIVE = telemetry
+    errors.count_into(telemetry.internal_errors if telemetry is not None else None)
 
 
 _FALLBACK: Telemetry | None = None

@@ -20,8 +20,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls._core.registry import CallRecord, call_key
-from otel_toolcalls._core.state import error_type_of
 from otel_toolcalls._core.telemetry import Telemetry, current
 
 from . import carried as _carried

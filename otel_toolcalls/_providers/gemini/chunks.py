@@ -12,7 +12,8 @@ import logging
 from typing import Any
 
 from otel_toolcalls._core import usage
-from otel_toolcalls._core.sink import Sink, classify
+from otel_toolcalls._core.calls import classify
+from otel_toolcalls._core.sink import Sink
 
 _log = logging.getLogger(__name__)
 
