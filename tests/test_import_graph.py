@@ -1,0 +1,186 @@
+"""The package's import graph, read from its source: no circle (type-only and function-level imports
+included), no private name taken from another module, a private module used only inside its own
+subpackage, layers that depend one way, and a core that imports no SDK."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import otel_toolcalls
+
+ROOT = Path(otel_toolcalls.__file__).parent
+PACKAGE = "otel_toolcalls"
+
+# Each layer and the layers it may import; the instrumentor reaches the adapters only through the
+# table's module paths (importlib), never by an import statement.
+LAYERS: dict[str, set[str]] = {
+    "version": set(),
+    "_config": set(),
+    "_core": {"_config", "version"},
+    "_linking": {"_core", "_config"},
+    "_wiring": {"_core", "_linking", "_config"},
+    "_providers": {"_core", "_linking", "_wiring", "_config"},
+    "_frameworks": {"_core", "_linking", "_wiring", "_providers", "_config"},
+    "_cli": {"_core", "_linking", "_wiring", "_config", "version"},
+    "testing": {"_core", "_wiring", "_config", "_linking"},
+    "__main__": {"_cli"},
+    "": {"_core", "_linking", "_wiring", "version"},  # the package's __init__: the public surface
+}
+# What the core may import from outside the standard library.
+CORE_THIRD_PARTY = {"opentelemetry", "wrapt"}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str
+    target: str  # a module of the package
+    name: str | None  # the name taken from it (None: the module itself)
+    line: int
+
+
+def _module_of(path: Path) -> tuple[str, str]:
+    parts = [PACKAGE, *path.relative_to(ROOT).with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+        return ".".join(parts), ".".join(parts)
+    return ".".join(parts), ".".join(parts[:-1])
+
+
+MODULES = {_module_of(p)[0]: p for p in ROOT.rglob("*.py")}
+
+
+def _resolve(node: ast.ImportFrom, package: str) -> str:
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _imports() -> Iterator[Import]:
+    for module, path in MODULES.items():
+        package = _module_of(path)[1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == PACKAGE:
+                        yield Import(module, alias.name, None, node.lineno)
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(node, package)
+                if target.split(".")[0] != PACKAGE:
+                    continue
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if sub in MODULES:
+                        yield Import(module, sub, None, node.lineno)
+                    else:
+                        yield Import(module, target, alias.name, node.lineno)
+
+
+def _third_party(module: str) -> Iterator[tuple[str, int]]:
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [node.module]
+        for name in names:
+            top = name.split(".")[0]
+            if top != PACKAGE and top not in sys.stdlib_module_names:
+                yield top, node.lineno
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")[1:]
+    return parts[0] if parts else ""
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges.get(v, ()):
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in _imports():
+        if imp.target != imp.importer and imp.target in MODULES:
+            edges[imp.importer].add(imp.target)
+    return edges
+
+
+def test_no_import_circle() -> None:
+    assert _cycles(_edges()) == []
+
+
+def test_the_check_sees_a_circle() -> None:
+    # It would pass on a graph it cannot read.
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert sum(len(targets) for targets in _edges().values()) > 200
+
+
+def test_no_private_name_from_another_module() -> None:
+    taken = [
+        f"{i.importer}:{i.line} takes {i.name} from {i.target}"
+        for i in _imports()
+        if i.name is not None and i.name.startswith("_") and not i.name.startswith("__")
+    ]
+    assert taken == []
+
+
+def test_a_private_module_is_used_only_inside_its_subpackage() -> None:
+    outside = []
+    for i in _imports():
+        owner, _, leaf = i.target.rpartition(".")
+        if leaf.startswith("_") and not leaf.startswith("__"):
+            importer_package = _module_of(MODULES[i.importer])[1]
+            if not (importer_package == owner or importer_package.startswith(owner + ".")):
+                outside.append(f"{i.importer}:{i.line} imports {i.target}")
+    assert outside == []
+
+
+def test_layers_depend_one_way() -> None:
+    wrong = sorted(
+        f"{i.importer}:{i.line} ({_layer(i.importer) or 'otel_toolcalls'}) imports {i.target}"
+        for i in _imports()
+        if _layer(i.target) != _layer(i.importer) and _layer(i.target) not in LAYERS[_layer(i.importer)]
+    )
+    assert wrong == []
+    assert {_layer(m) for m in MODULES} <= set(LAYERS)
+
+
+def test_the_core_imports_no_sdk() -> None:
+    found = {
+        f"{module}:{line} imports {top}"
+        for module in MODULES
+        if _layer(module) == "_core"
+        for top, line in _third_party(module)
+        if top not in CORE_THIRD_PARTY
+    }
+    assert found == set()
