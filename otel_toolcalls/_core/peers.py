@@ -10,6 +10,12 @@ state. Each rule is a peer's published convention (docs/TELEMETRY.md section 6):
   operation (OTel openai-v2 / genai-openai, OpenLLMetry, Logfire: CLIENT; Strands' and Google
   ADK's model spans: INTERNAL);
 - OpenInference's LLM span (kind INTERNAL): ``openinference.span.kind`` ``LLM``.
+
+Not known, for nothing public shows them at the request (docs/TELEMETRY.md section 6): Langfuse's
+generation and OpenLLMetry's ConverseStream span (never current); OpenInference's LangChain span
+(never current, no attributes before it ends; its ``get_current_span()`` gives the enclosing run's)
+and LlamaIndex span (reset from the context and LlamaIndex's active span id before the stream's
+first read makes the request).
 """
 
 from __future__ import annotations

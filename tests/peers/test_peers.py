@@ -71,9 +71,13 @@ def _requests(sdk: str, mode: str) -> dict[str, dict[str, Any]]:
 
 
 # (peer, sdk) whose inference span is never current where the SDK runs (Langfuse's generation,
-# OpenLLMetry's ConverseStream span: started, never made current): the package cannot know of it,
-# and makes its own beside it.
-UNSEEN = {("langfuse", "openai"), ("openllmetry", "bedrock")}
+# OpenLLMetry's ConverseStream span: started, never made current; OpenInference's LangChain span:
+# never current, and LangChain's chat model never enters its own run's config, so the peer's public
+# get_current_span() gives the enclosing run's; OpenInference's LlamaIndex span: out of the context
+# and of LlamaIndex's active span id once stream_chat has returned its generator, whose first read
+# makes the request): the package cannot know of it, and makes its own beside it (TELEMETRY.md 6).
+UNSEEN = {("langfuse", "openai"), ("openllmetry", "bedrock"), ("openinference-langchain", "langchain"),
+          ("openinference-llama-index", "llama-index")}  # fmt: skip
 # (peer, sdk, request) where the peer's span, current at the request, is never ended (OpenInference's
 # for a ConverseStream call that fails): the package adopted it, and none is exported, as without it.
 NEVER_ENDED = {("openinference", "bedrock", "sync-fails")}
