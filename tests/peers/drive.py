@@ -185,6 +185,25 @@ def framework_sync(sdk: str, model: Any) -> Any:
     return seen
 
 
+def framework_chain(sdk: str, model: Any) -> Any:
+    """The model as a step of a chain (LangChain: a ``RunnableSequence``, whose config the model's
+    run is made in); LlamaIndex, which has none, streams as ``framework_sync``."""
+    if sdk == "langchain":
+        from langchain_core.runnables import RunnableLambda
+
+        model = RunnableLambda(lambda prompt: prompt, name="prepare") | model
+    return framework_sync(sdk, model)
+
+
+def framework_batch(sdk: str, model: Any) -> Any:
+    """LangChain's ``generate`` of two prompts, streamed: one call, two model runs."""
+    from langchain_core.messages import HumanMessage
+
+    prompts = [[HumanMessage(content=PROMPT[0]["content"])]] * 2
+    result = model.generate(prompts, stream=True)
+    return [[g.message.tool_calls for g in generations] for generations in result.generations]
+
+
 async def framework_async(sdk: str, model: Any) -> Any:
     seen: list[Any] = []
     try:
@@ -322,15 +341,21 @@ def mode_of() -> str:
 
 
 # boto3 has no async client and ConverseStream no streaming helper; a framework's model streams
-# (cut, or failing before any stream) as the SDK's create does, and has no SDK helper.
+# (cut, or failing before any stream) as the SDK's create does, whole in a chain, and has no SDK
+# helper; LangChain's batch makes two streamed requests in one call (two replies queued).
 BEDROCK_REQUESTS = ("sync-cut", "sync-fails")
 FRAMEWORK_REQUESTS = ("sync-cut", "async-cut", "sync-fails", "async-fails")
+FRAMEWORK_EXTRA: dict[str, dict[str, tuple[Callable[..., Any], Any]]] = {
+    "langchain": {"sync-chain": (framework_chain, "whole"), "sync-batch": (framework_batch, "twice")},
+    "llama-index": {"sync-chain": (framework_chain, "whole")},
+}
 
 
 def _runs(sdk: str) -> dict[str, tuple[Callable[..., Any], Any]]:
     if sdk in FRAMEWORKS:
-        return {name: (framework_async if name.startswith("async") else framework_sync, REQUESTS[name][1])
+        runs = {name: (framework_async if name.startswith("async") else framework_sync, REQUESTS[name][1])
                 for name in FRAMEWORK_REQUESTS}  # fmt: skip
+        return {**runs, **FRAMEWORK_EXTRA[sdk]}
     if sdk == "bedrock":
         return {name: REQUESTS[name] for name in BEDROCK_REQUESTS}
     return REQUESTS
@@ -340,8 +365,8 @@ def requests(llm: FakeLLM, sdk: str) -> dict[str, Any]:
     api = getattr(llm, FRAMEWORKS.get(sdk, sdk))
     results = {}
     for name, (run, reply) in _runs(sdk).items():
-        if reply is not None:
-            api.reply(tool_calls=CALLS, fault=None if reply == "whole" else reply)
+        for _ in range(2 if reply == "twice" else 1 if reply is not None else 0):
+            api.reply(tool_calls=CALLS, fault=None if reply in ("whole", "twice") else reply)
         asynchronous = name.startswith("async")
         if sdk in FRAMEWORKS:
             client = _framework_model(sdk, api.base_url)
