@@ -5,12 +5,20 @@ their shape, around the real openai SDK streaming from the fake provider.
 - OpenInference's LLM span: INTERNAL, ``openinference.span.kind`` ``LLM``;
 - Logfire's request span: CLIENT ``chat``, ended when the SDK's call returns, before the stream is
   read, and suppressing other instrumentation meanwhile;
-- a span that is neither: the package's own inference span goes under it.
+- a span that is neither: the package's own inference span goes under it;
+- OpenInference's LangChain span, never current: known by the LangChain model run in progress
+  (``peers.langchain_run_started``, which the package's LangChain callback handler calls), through
+  the peer module's ``LangChainInstrumentor().get_span(run_id)``; here a stand-in module shows it
+  (the real peer runs in the ``peer-openinference-langchain`` lane), and one whose API changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextvars
+import sys
+import types
+import uuid
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,6 +28,7 @@ from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.trace import SpanKind
 
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core import peers
 from otel_toolcalls.testing.openai_chat import PARALLEL, request, tool_call_script
 
 
@@ -112,3 +121,52 @@ def test_suppressed_with_no_peers_span_the_package_stands_aside(
         chunks = list(_client(fake).chat.completions.create(**request()))
     assert chunks
     assert telemetry.spans() == []
+
+
+def _in_a_langchain_run(
+    monkeypatch: pytest.MonkeyPatch, instrumentor: type, read: Callable[[], None]
+) -> None:
+    """``read`` inside a LangChain model run (as LangChain's callbacks tell the package), with
+    ``instrumentor`` as the loaded peer module's ``LangChainInstrumentor``."""
+    peer = types.ModuleType(peers.OPENINFERENCE_LANGCHAIN)
+    peer.LangChainInstrumentor = instrumentor  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, peers.OPENINFERENCE_LANGCHAIN, peer)
+
+    def in_a_run() -> None:
+        peers.langchain_run_started(uuid.uuid4())
+        read()
+        peers.langchain_run_ended()
+
+    contextvars.copy_context().run(in_a_run)
+
+
+def test_openinferences_langchain_span_of_the_run_is_the_inference_span(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    theirs = telemetry.tracer_provider.get_tracer("peer").start_span("ChatOpenAI")  # never current
+
+    class Instrumentor:
+        is_instrumented_by_opentelemetry = True
+
+        def get_span(self, run_id: uuid.UUID) -> Any:
+            return theirs
+
+    _in_a_langchain_run(monkeypatch, Instrumentor, lambda: _read(fake))
+    theirs.end()
+    assert [s.name for s in telemetry.spans() if s.instrumentation_scope.name == "otel_toolcalls"] == [
+        "tool_call get_weather",
+        "tool_call get_time",
+    ]
+    assert all(s.parent.span_id == theirs.get_span_context().span_id for s in telemetry.tool_spans())
+    assert telemetry.one("ChatOpenAI").attributes[n.TOOLCALL_OUTCOME] == n.COMPLETED
+
+
+def test_a_langchain_peer_whose_api_changed_leaves_the_packages_span(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Changed:  # a later release without get_span
+        is_instrumented_by_opentelemetry = True
+
+    _in_a_langchain_run(monkeypatch, Changed, lambda: _read(fake))
+    ours = telemetry.one("chat ")
+    assert [s.parent.span_id for s in telemetry.tool_spans()] == [ours.context.span_id] * 2

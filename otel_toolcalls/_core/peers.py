@@ -9,13 +9,24 @@ state. Each rule is a peer's published convention (docs/TELEMETRY.md section 6):
 - the GenAI conventions' inference span, of any kind: ``gen_ai.operation.name`` an inference
   operation (OTel openai-v2 / genai-openai, OpenLLMetry, Logfire: CLIENT; Strands' and Google
   ADK's model spans: INTERNAL);
-- OpenInference's LLM span (kind INTERNAL): ``openinference.span.kind`` ``LLM``.
+- OpenInference's LLM span (kind INTERNAL): ``openinference.span.kind`` ``LLM``;
+- OpenInference's LangChain LLM span, never current (and without attributes until it ends): the
+  span of the LangChain model run in progress in this context, as LangChain's callbacks name the
+  run to the package's handler (``_frameworks/langchain.py``) and OpenInference's public
+  ``LangChainInstrumentor().get_span(run_id)`` gives it.
+
+Not known, for nothing public shows them at the request (docs/TELEMETRY.md section 6): Langfuse's
+generation and OpenLLMetry's ConverseStream span (never current); OpenInference's LlamaIndex span
+(reset from the context and LlamaIndex's active span id before the stream's first read makes the
+request).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -24,7 +35,15 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from . import names as n
 
-__all__ = ["LLM_SPAN_IS_CURRENT", "foreign_inference_span", "started_ns", "suppressed_span"]
+__all__ = [
+    "LLM_SPAN_IS_CURRENT",
+    "OPENINFERENCE_LANGCHAIN",
+    "foreign_inference_span",
+    "langchain_run_ended",
+    "langchain_run_started",
+    "started_ns",
+    "suppressed_span",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -38,27 +57,70 @@ LLM_SPAN_IS_CURRENT = "suppress_language_model_instrumentation"
 OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
 OPENINFERENCE_LLM = "LLM"
 
+# OpenInference's LangChain instrumentation (module), and the LangChain model run in progress in
+# this context: its id, None, or _AMBIGUOUS where one call started several (a batch ``generate``:
+# which request is whose is unknown).
+OPENINFERENCE_LANGCHAIN = "openinference.instrumentation.langchain"
+_AMBIGUOUS = object()
+_langchain_run: ContextVar[Any] = ContextVar("otel_toolcalls_langchain_run", default=None)
+
 
 def foreign_inference_span(ctx: otel_context.Context) -> Any:
-    """The current span of ``ctx`` when it is already this request's inference span, made by
-    someone else, and still recording; None otherwise (a span of another tracer provider that
-    shows neither kind nor attributes is not one, for the package)."""
+    """Someone else's inference span for this request, still recording: the current span of
+    ``ctx`` when it is one (a span of another tracer provider that shows neither kind nor
+    attributes is not one, for the package), else OpenInference's span of the LangChain model run
+    in progress; None otherwise."""
     span = trace.get_current_span(ctx)
-    if not span.is_recording():
-        return None
-    if otel_context.get_value(LLM_SPAN_IS_CURRENT, ctx):
+    if span.is_recording() and _is_inference(span, ctx):
         return span
+    return _langchain_span()
+
+
+def _is_inference(span: Any, ctx: otel_context.Context) -> bool:
+    if otel_context.get_value(LLM_SPAN_IS_CURRENT, ctx):
+        return True
     attributes = getattr(span, "attributes", None)
     if not isinstance(attributes, Mapping):
         _log.debug("otel_toolcalls: %r shows no attributes; not taken as an inference span", type(span))
-        return None
-    if attributes.get(OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_LLM:
-        return span
+        return False
     # The conventions' inference span, of any kind (TELEMETRY.md section 2): a framework's model
     # call span (Strands' ``chat``, Google ADK's ``generate_content``) is INTERNAL.
-    if attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS:
-        return span
-    return None
+    return (
+        attributes.get(OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_LLM
+        or attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS
+    )
+
+
+def langchain_run_started(run_id: object) -> None:
+    """LangChain's callbacks say a model run started here: remembered for the request it makes,
+    where OpenInference's LangChain instrumentation is loaded (never imported here)."""
+    if OPENINFERENCE_LANGCHAIN in sys.modules:
+        _langchain_run.set(run_id if _langchain_run.get() is None else _AMBIGUOUS)
+
+
+def langchain_run_ended() -> None:
+    """LangChain's callbacks say a model run ended (or failed) here."""
+    if _langchain_run.get() is not None:
+        _langchain_run.set(None)
+
+
+def _langchain_span() -> Any:
+    """OpenInference's span of the LangChain model run in progress, by its public
+    ``LangChainInstrumentor().get_span(run_id)``; None where there is none, or no one run."""
+    run_id = _langchain_run.get()
+    module = sys.modules.get(OPENINFERENCE_LANGCHAIN)
+    if run_id is None or run_id is _AMBIGUOUS or module is None:
+        return None
+    try:
+        instrumentor = module.LangChainInstrumentor()
+        # Not instrumented, get_span prints a hint to stdout: not asked then.
+        if not instrumentor.is_instrumented_by_opentelemetry:
+            return None
+        span = instrumentor.get_span(run_id)
+        return span if span is not None and span.is_recording() else None
+    except Exception as exc:  # a peer's API changed: its span is not known, nothing else
+        _log.debug("otel_toolcalls: OpenInference's LangChain span not read: %r", exc)
+        return None
 
 
 def suppressed_span(ctx: otel_context.Context) -> Any:

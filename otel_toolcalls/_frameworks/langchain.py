@@ -7,16 +7,23 @@ as a plain runnable) is not a model's tool call: it gets no span.
 
 LangChain traces through callbacks, not OpenTelemetry; if another instrumentation already made an
 execution span for the call, that span is annotated instead (``_linking.context.Execution``).
+
+Where OpenInference's LangChain instrumentation is installed, a callback handler of the package's
+tells it which model run is in progress in each context, so that OpenInference's LLM span (never
+current) is the request's inference span (``_core.peers``, docs/TELEMETRY.md section 6).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import logging
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core import peers
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.context import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
@@ -37,12 +44,65 @@ def _tool_run(telemetry: Telemetry, runner: Any, wrapped: Any, instance: Any, ar
     return runner(Execution(call_id, getattr(instance, "name", None), telemetry), wrapped, args, kwargs)
 
 
+# The handler LangChain's configure hook adds to every callback manager, once made (LangChain has
+# no way to remove a hook: uninstrumented, it does nothing).
+_model_runs: list[Any] = []
+
+
+def _make_model_runs() -> Any:
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class ModelRuns(BaseCallbackHandler):  # type: ignore[misc]
+        """Tells ``_core.peers`` which model run is in progress, in the caller's context."""
+
+        run_inline = True  # an async manager calls it in the task that makes the request
+        active = True
+
+        def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any) -> None:
+            if self.active:
+                peers.langchain_run_started(run_id)
+
+        def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: Any, **kwargs: Any) -> None:
+            if self.active:
+                peers.langchain_run_started(run_id)
+
+        def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+            peers.langchain_run_ended()
+
+        def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+            peers.langchain_run_ended()
+
+    return ModelRuns()
+
+
+def _watch_model_runs() -> None:
+    """The handler, registered once, where OpenInference's LangChain instrumentation is installed
+    (its distribution's metadata: nothing of it is imported)."""
+    if _model_runs:
+        _model_runs[0].active = True
+        return
+    try:
+        importlib.metadata.distribution("openinference-instrumentation-langchain")
+    except importlib.metadata.PackageNotFoundError:
+        return
+    from langchain_core.tracers.context import register_configure_hook
+
+    _model_runs.append(_make_model_runs())
+    register_configure_hook(ContextVar("otel_toolcalls_model_runs", default=_model_runs[0]), True)
+
+
 def instrument(telemetry: Telemetry) -> bool:
     (_, runs), (_, aruns) = REQUIRES.targets
     _patches.wrap(_MODULE, runs, functools.partial(_tool_run, telemetry, run))
     _patches.wrap(_MODULE, aruns, functools.partial(_tool_run, telemetry, run_async))
+    try:
+        _watch_model_runs()
+    except Exception as exc:  # LangChain's hook API changed: OpenInference's span stays unknown
+        _log.debug("otel_toolcalls: LangChain model runs not watched: %r", exc)
     return bool(_patches)
 
 
 def uninstrument() -> None:
     _patches.unwrap_all()
+    if _model_runs:
+        _model_runs[0].active = False

@@ -6,9 +6,11 @@ both in one order, then the same requests against the fake provider, printed as 
 MODE: ``peer`` (the peer alone), ``ours`` (the package alone), ``ours-first`` / ``peer-first``
 (both, in that instrumentation order). The SDK module is imported only after both instrumented,
 as ``opentelemetry-instrument`` does (a peer that imports it itself does so when it instruments).
-Every SDK the peer instruments is instrumented and driven in the one process.
-Each request runs alone (spans collected per request): sync and async, a stream whose second tool
-call is cut mid-arguments, the SDK's streaming helper, a request that fails before any stream.
+Every SDK the peer instruments is instrumented and driven in the one process; a framework peer
+(OpenInference's LangChain and LlamaIndex) is driven through the framework's OpenAI model, which
+streams with the openai SDK. Each request runs alone (spans collected per request): sync and
+async, a stream whose second tool call is cut mid-arguments, the SDK's streaming helper, a request
+that fails before any stream.
 What the SDK handed the caller (chunks, events, the exception's type) is printed too.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -67,7 +70,13 @@ PEERS: dict[str, dict[str, str]] = {
     "otel-genai-openai": {"openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor"},
     "logfire": {"openai": "logfire", "anthropic": "logfire"},
     "langfuse": {"openai": "langfuse"},
+    "openinference-langchain": {"langchain": "openinference.instrumentation.langchain:LangChainInstrumentor"},
+    "openinference-llama-index": {
+        "llama-index": "openinference.instrumentation.llama_index:LlamaIndexInstrumentor"
+    },
 }
+# A framework "sdk": the provider API of the fake its model streams from (through the provider SDK).
+FRAMEWORKS = {"langchain": "openai", "llama-index": "openai"}
 
 
 def _langfuse() -> None:
@@ -136,6 +145,74 @@ def _dump(item: Any) -> Any:
 
 def _raised(exc: BaseException) -> dict[str, Any]:
     return {"raised": type(exc).__name__, "status": getattr(exc, "status_code", None)}
+
+
+def _framework_model(sdk: str, base_url: str) -> Any:
+    """The framework's OpenAI chat model, pointed at the fake (imported here: after instrumenting)."""
+    if sdk == "langchain":
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(model=OPENAI_MODEL, base_url=base_url, api_key="test-key", max_retries=0)
+    from llama_index.llms.openai import OpenAI
+
+    return OpenAI(model=OPENAI_MODEL, api_base=base_url, api_key="test-key", max_retries=0)
+
+
+def _framework_stream(sdk: str, model: Any, asynchronous: bool) -> Any:
+    if sdk == "langchain":
+        return model.astream(PROMPT[0]["content"]) if asynchronous else model.stream(PROMPT[0]["content"])
+    from llama_index.core.llms import ChatMessage
+
+    messages = [ChatMessage(role="user", content=PROMPT[0]["content"])]
+    return model.astream_chat(messages) if asynchronous else model.stream_chat(messages)
+
+
+def _framework_chunk(sdk: str, chunk: Any) -> Any:
+    """What the framework hands the caller, less its run ids (new in every run)."""
+    if sdk == "langchain":
+        return {"content": chunk.content, "tool_call_chunks": chunk.tool_call_chunks}
+    calls = chunk.message.additional_kwargs.get("tool_calls") or []
+    return {"delta": chunk.delta, "tool_calls": [_dump(c) for c in calls]}
+
+
+def framework_sync(sdk: str, model: Any) -> Any:
+    seen: list[Any] = []
+    try:
+        for chunk in _framework_stream(sdk, model, asynchronous=False):
+            seen.append(_framework_chunk(sdk, chunk))
+    except Exception as exc:
+        seen.append(_raised(exc))
+    return seen
+
+
+def framework_chain(sdk: str, model: Any) -> Any:
+    """The model as a step of a chain (LangChain: a ``RunnableSequence``, whose config the model's
+    run is made in); LlamaIndex, which has none, streams as ``framework_sync``."""
+    if sdk == "langchain":
+        from langchain_core.runnables import RunnableLambda
+
+        model = RunnableLambda(lambda prompt: prompt, name="prepare") | model
+    return framework_sync(sdk, model)
+
+
+def framework_batch(sdk: str, model: Any) -> Any:
+    """LangChain's ``generate`` of two prompts, streamed: one call, two model runs."""
+    from langchain_core.messages import HumanMessage
+
+    prompts = [[HumanMessage(content=PROMPT[0]["content"])]] * 2
+    result = model.generate(prompts, stream=True)
+    return [[g.message.tool_calls for g in generations] for generations in result.generations]
+
+
+async def framework_async(sdk: str, model: Any) -> Any:
+    seen: list[Any] = []
+    try:
+        stream = _framework_stream(sdk, model, asynchronous=True)
+        async for chunk in await stream if sdk == "llama-index" else stream:
+            seen.append(_framework_chunk(sdk, chunk))
+    except Exception as exc:
+        seen.append(_raised(exc))
+    return seen
 
 
 def _create(sdk: str, client: Any) -> Any:
@@ -219,13 +296,15 @@ REQUESTS: dict[str, tuple[Callable[..., Any], Any]] = {
 
 # The fake's port, different in each process: written as PORT wherever an attribute carries it.
 PORT: list[str] = []
+# A framework's run ids (LangChain's in the messages OpenInference records), new in every run.
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def _value(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     if PORT and isinstance(value, str):
-        return value.replace(f":{PORT[0]}", ":PORT")
+        return UUID.sub("UUID", value.replace(f":{PORT[0]}", ":PORT"))
     return "PORT" if PORT and value == int(PORT[0]) else value
 
 
@@ -261,21 +340,40 @@ def mode_of() -> str:
     return sys.argv[2]
 
 
-# boto3 has no async client and ConverseStream no streaming helper.
+# boto3 has no async client and ConverseStream no streaming helper; a framework's model streams
+# (cut, or failing before any stream) as the SDK's create does, whole in a chain, and has no SDK
+# helper; LangChain's batch makes two streamed requests in one call (two replies queued).
 BEDROCK_REQUESTS = ("sync-cut", "sync-fails")
+FRAMEWORK_REQUESTS = ("sync-cut", "async-cut", "sync-fails", "async-fails")
+FRAMEWORK_EXTRA: dict[str, dict[str, tuple[Callable[..., Any], Any]]] = {
+    "langchain": {"sync-chain": (framework_chain, "whole"), "sync-batch": (framework_batch, "twice")},
+    "llama-index": {"sync-chain": (framework_chain, "whole")},
+}
+
+
+def _runs(sdk: str) -> dict[str, tuple[Callable[..., Any], Any]]:
+    if sdk in FRAMEWORKS:
+        runs = {name: (framework_async if name.startswith("async") else framework_sync, REQUESTS[name][1])
+                for name in FRAMEWORK_REQUESTS}  # fmt: skip
+        return {**runs, **FRAMEWORK_EXTRA[sdk]}
+    if sdk == "bedrock":
+        return {name: REQUESTS[name] for name in BEDROCK_REQUESTS}
+    return REQUESTS
 
 
 def requests(llm: FakeLLM, sdk: str) -> dict[str, Any]:
-    api = getattr(llm, sdk)
+    api = getattr(llm, FRAMEWORKS.get(sdk, sdk))
     results = {}
-    for name, (run, reply) in REQUESTS.items():
-        if sdk == "bedrock" and name not in BEDROCK_REQUESTS:
-            continue
-        if reply is not None:
-            api.reply(tool_calls=CALLS, fault=None if reply == "whole" else reply)
-        client = api.make_client(asynchronous=name.startswith("async"))
+    for name, (run, reply) in _runs(sdk).items():
+        for _ in range(2 if reply == "twice" else 1 if reply is not None else 0):
+            api.reply(tool_calls=CALLS, fault=None if reply in ("whole", "twice") else reply)
+        asynchronous = name.startswith("async")
+        if sdk in FRAMEWORKS:
+            client = _framework_model(sdk, api.base_url)
+        else:
+            client = api.make_client(asynchronous=asynchronous)
         EXPORTER.clear()
-        seen = asyncio.run(run(sdk, client)) if name.startswith("async") else run(sdk, client)
+        seen = asyncio.run(run(sdk, client)) if asynchronous else run(sdk, client)
         results[name] = {"sdk": seen, "spans": [span_record(s) for s in EXPORTER.get_finished_spans()]}
     return results
 

@@ -71,12 +71,18 @@ def _requests(sdk: str, mode: str) -> dict[str, dict[str, Any]]:
 
 
 # (peer, sdk) whose inference span is never current where the SDK runs (Langfuse's generation,
-# OpenLLMetry's ConverseStream span: started, never made current): the package cannot know of it,
-# and makes its own beside it.
-UNSEEN = {("langfuse", "openai"), ("openllmetry", "bedrock")}
+# OpenLLMetry's ConverseStream span: started, never made current; OpenInference's LlamaIndex span:
+# out of the context and of LlamaIndex's active span id once stream_chat has returned its
+# generator, whose first read makes the request): the package cannot know of it, and makes its own
+# beside it (TELEMETRY.md 6). OpenInference's LangChain span, never current either, is known by the
+# model run LangChain's callbacks name (_core/peers.py).
+UNSEEN = {("langfuse", "openai"), ("openllmetry", "bedrock"), ("openinference-llama-index", "llama-index")}
 # (peer, sdk, request) where the peer's span, current at the request, is never ended (OpenInference's
 # for a ConverseStream call that fails): the package adopted it, and none is exported, as without it.
 NEVER_ENDED = {("openinference", "bedrock", "sync-fails")}
+# (peer, sdk, request) of two model runs started by one call (LangChain's batch generate): which
+# request is whose is unknown, so none of the peer's spans is adopted; the package makes its own.
+AMBIGUOUS = {("openinference-langchain", "langchain", "sync-batch")}
 
 combinations = pytest.mark.parametrize(("sdk", "order"), [(s, o) for s in SDKS for o in ORDERS])
 
@@ -90,8 +96,10 @@ def test_one_inference_span_and_the_tool_calls_under_it(sdk: str, order: str) ->
         theirs = [s for s in alone[name]["spans"] if _inference(s)]
         # The peer's (and an SDK's own) as without the package; the package's only where none is.
         ours = [s for s in inference if _ours(s)]
-        if (PEER, sdk) in UNSEEN:
-            assert len(ours) == 1 and len(inference) == len(theirs) + 1, (name, [s["name"] for s in spans])
+        requests = 2 if (PEER, sdk, name) in AMBIGUOUS else 1
+        if (PEER, sdk) in UNSEEN or requests > 1:
+            assert len(ours) == requests and len(inference) == len(theirs) + requests, (
+                name, [s["name"] for s in spans])  # fmt: skip
             inference = ours
         elif (PEER, sdk, name) in NEVER_ENDED:
             assert inference == theirs == [], name
@@ -101,8 +109,9 @@ def test_one_inference_span_and_the_tool_calls_under_it(sdk: str, order: str) ->
         # Under the innermost (OpenInference's messages.stream span and the SDK's own are both roots).
         innermost = {s["id"] for s in inference if not any(o["parent"] == s["id"] for o in inference)}
         calls = _tool_calls(spans)
-        assert name.endswith("fails") or len(calls) == 2, (name, [s["name"] for s in spans])
-        assert len({c["parent"] for c in calls}) <= 1 and {c["parent"] for c in calls} <= innermost, name
+        parents = [c["parent"] for c in calls]
+        assert name.endswith("fails") or len(calls) == 2 * requests, (name, [s["name"] for s in spans])
+        assert set(parents) <= innermost and all(parents.count(p) == 2 for p in parents), name
 
 
 def _outcome(span: dict[str, Any]) -> tuple[Any, ...]:

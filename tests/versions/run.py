@@ -148,6 +148,14 @@ PEER_LANES = [
     Lane("peer-otel-genai-openai", {"opentelemetry-instrumentation-genai-openai": "1.3b0"}, PEER_TESTS,
          extra=["openai"], peer="otel-genai-openai"),
     Lane("peer-langfuse", {"langfuse": "5.2.0"}, PEER_TESTS, extra=["openai"], peer="langfuse"),
+    # OpenInference's framework instrumentations, through the framework's OpenAI model.
+    Lane("peer-openinference-langchain", {"openinference-instrumentation-langchain": "0.1.80",
+                                          "langchain-openai": "1.7.4", "langchain-core": "1.8.3"},
+         PEER_TESTS, extra=["openai"], peer="openinference-langchain"),
+    Lane("peer-openinference-llama-index", {"openinference-instrumentation-llama-index": "4.6.1",
+                                            "llama-index-llms-openai": "0.8.3",
+                                            "llama-index-core": "0.14.25"},
+         PEER_TESTS, extra=["openai"], peer="openinference-llama-index"),
 ]  # fmt: skip
 
 LANES = [
