@@ -85,8 +85,8 @@ def test_litellm_moonshot_is_moonshot_ai(
 def test_every_mapped_provider_is_well_known() -> None:
     import anthropic
 
+    from otel_toolcalls._providers import anthropic as an
     from otel_toolcalls._providers import cohere, groq, litellm, mistral
-    from otel_toolcalls._providers.anthropic import adapter as an
     from otel_toolcalls._providers.bedrock import adapter as bedrock
     from otel_toolcalls._providers.gemini import adapter as gemini
     from otel_toolcalls._providers.openai import adapter as oa

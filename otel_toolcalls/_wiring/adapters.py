@@ -19,7 +19,7 @@ _F = "otel_toolcalls._frameworks"
 ADAPTERS: dict[str, str] = {
     # Provider APIs: their streams become tool-call spans.
     "aiobotocore": f"{_P}.bedrock.aiobotocore",
-    "anthropic": f"{_P}.anthropic.adapter",
+    "anthropic": f"{_P}.anthropic",
     "bedrock": f"{_P}.bedrock.adapter",
     "cohere": f"{_P}.cohere",
     "gemini": f"{_P}.gemini.adapter",

@@ -18,9 +18,10 @@ from typing import Any
 
 from otel_toolcalls._core.replay import anthropic_ids
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.formats.anthropic_messages import process_event
-from otel_toolcalls._providers.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
+
+from .formats.anthropic_messages import process_event
+from .stainless import Route, StainlessSDK
 
 _log = logging.getLogger(__name__)
 

@@ -1,1 +1,0 @@
-"""Anthropic Messages (its format, shared with Bedrock InvokeModel, is in ``formats/``)."""
