@@ -10,22 +10,22 @@ log line per chunk.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from . import names as n
+from . import process
 
 _log = logging.getLogger("otel_toolcalls")
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
+# Sites already warned about (process.WARNED: a test's reset empties it).
+_warned: set[str] = process.WARNED
 
 
 def _first_time(site: str) -> bool:
     if site in _warned:
         return False
-    with _warned_lock:
+    with process.LOCKS.warned:
         if site in _warned:
             return False
         _warned.add(site)
