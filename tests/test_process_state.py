@@ -22,7 +22,7 @@ from otel_toolcalls._core.registry import CallRecord
 from otel_toolcalls._core.request import Request, keep, kept, stash, stashed
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.stream import bind, bound
-from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._core.telemetry import Telemetry, active, current, set_active
 from otel_toolcalls._linking.spans import is_execution, record
 
 PACKAGE = pathlib.Path(otel_toolcalls.__file__).parent
@@ -170,6 +170,12 @@ def test_reset_forgets_what_a_test_must_not_inherit(telemetry: Any) -> None:
     warn_once("test.site", "once")
     process.REPORTED.add("an_adapter")
     classify("length")
+    before = active()
+    set_active(None)
+    try:
+        assert current() is current()  # built once, on the global providers
+    finally:
+        set_active(before)
     meters = len(process.COUNTS_BY_METER)
 
     process.reset()
@@ -181,6 +187,7 @@ def test_reset_forgets_what_a_test_must_not_inherit(telemetry: Any) -> None:
     assert not is_execution(span)
     assert process.REGISTRY.get("call_x") is None and process.REGISTRY.aborted_count == 0
     assert not process.WARNED and not process.REPORTED
+    assert process.FALLBACK.value is None
     # Kept: a memo of a pure function, and counts the SDK still reports through their meters.
     assert process.CLASSIFIED["length"] == n.TRUNCATED
     assert len(process.COUNTS_BY_METER) == meters > 0

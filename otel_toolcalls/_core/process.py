@@ -79,6 +79,22 @@ IMPORT_WAITS: list[Any] = []
 IMPORT_FAMILIES: dict[str, int] = {}
 IMPORT_RUNNING: dict[str, int] = {}
 
+
+class Slot:
+    """One process-wide value, None while unset."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+
+# telemetry: the Telemetry execute_tool builds on the global providers when nothing is instrumented.
+# Fork: kept. Reset: forgotten, as it holds the settings the environment had in the test that first
+# needed it. (The instrumentor's own, telemetry.active(), stays there: instrument() and
+# uninstrument() alone set and clear it, and a reset under a live instrumentation must not.)
+FALLBACK = Slot()
+
 # Objects with a lock of their own (each meter's counts, each telemetry's tool-name limiter),
 # weakly: they live as long as their instrumentation does. Fork: each told. Reset: never.
 _FORKABLE: weakref.WeakSet[Forkable] = weakref.WeakSet()
@@ -152,3 +168,4 @@ def reset() -> None:
     for table in (BOUND, STASHED, KEPT, EXECUTIONS, ANNOTATED, WARNED, REPORTED):
         table.clear()
     REGISTRY.clear()
+    FALLBACK.value = None

@@ -145,17 +145,14 @@ def set_active(telemetry: Telemetry | None) -> None:
     _ACTIVE = telemetry
 
 
-_FALLBACK: Telemetry | None = None
-
-
 def current() -> Telemetry:
     """The instrumentor's telemetry, or, for ``execute_tool`` used without ``instrument()``, one built
-    once on the global providers with settings from the environment."""
-    global _FALLBACK
+    once on the global providers with settings from the environment (process.FALLBACK)."""
     if _ACTIVE is not None:
         return _ACTIVE
-    if _FALLBACK is None:
+    fallback: Telemetry | None = process.FALLBACK.value
+    if fallback is None:
         from otel_toolcalls._config import resolve
 
-        _FALLBACK = Telemetry(resolve())
-    return _FALLBACK
+        fallback = process.FALLBACK.value = Telemetry(resolve())
+    return fallback
