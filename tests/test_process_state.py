@@ -84,6 +84,15 @@ warn_once("parent.site", "said by the parent")
 classify("length")
 telemetry.tool_name_for_metrics("get_weather")
 
+
+class Broken:
+    def after_fork_in_child(self):
+        raise RuntimeError("a step that fails must leave the others done")
+
+
+broken = Broken()
+process.renew_at_fork(broken)
+
 # The objects' own locks are private attributes: held here only to prove the child renews them.
 locks = [*(getattr(process.LOCKS, name) for name in process.Locks.__slots__),
          process.REGISTRY._lock, telemetry.tool_name_for_metrics._lock, telemetry.calls._lock]

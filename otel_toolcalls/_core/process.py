@@ -138,19 +138,19 @@ def _disown_streams() -> None:
     LIVE.clear()
 
 
-def _renew_forkables() -> None:
-    REGISTRY.after_fork_in_child()
-    for forkable in list(_FORKABLE):
-        forkable.after_fork_in_child()
-
-
-# Locks first, so that no later step (nor a future one) can wait on a lock held by a parent thread.
-_AFTER_FORK: tuple[Callable[[], None], ...] = (LOCKS.renew, _renew_forkables, _disown_streams)
+def _after_fork_steps() -> list[Callable[[], None]]:
+    # Locks first, so that no later step (nor a future one) can wait on a lock a parent thread held.
+    return [
+        LOCKS.renew,
+        REGISTRY.after_fork_in_child,
+        *(forkable.after_fork_in_child for forkable in list(_FORKABLE)),
+        _disown_streams,
+    ]
 
 
 def after_fork_in_child() -> None:
     """The package's one at-fork hook. Each step alone: one failing must not leave the rest undone."""
-    for step in _AFTER_FORK:
+    for step in _after_fork_steps():
         try:
             step()
         except Exception:
