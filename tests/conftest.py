@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_toolcalls import ToolCallsInstrumentor
-from otel_toolcalls._core.telemetry import REGISTRY
+from otel_toolcalls._core import process
 from otel_toolcalls.testing import FakeProvider
 
 # The agent frameworks' tests run in their own venv (make frameworks): the frameworks pin
@@ -93,7 +93,7 @@ def telemetry() -> Iterator[Telemetry]:
 def instrument(telemetry: Telemetry) -> Iterator[Any]:
     """Instruments with the test's providers; returns a function to re-instrument with settings."""
     instrumentor = ToolCallsInstrumentor()
-    REGISTRY.clear()
+    process.reset()  # nothing another test left: remembered calls, open streams, warned sites
 
     def apply(**settings: Any) -> ToolCallsInstrumentor:
         if instrumentor.is_instrumented_by_opentelemetry:

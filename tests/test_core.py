@@ -10,6 +10,7 @@ from opentelemetry.trace import StatusCode
 
 from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core import process
 from otel_toolcalls._core.calls import classify, error_type_of
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
@@ -17,7 +18,7 @@ from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
 
 @pytest.fixture
 def make(telemetry: Any):
-    REGISTRY.clear()
+    process.reset()
 
     def build(**settings: Any) -> StreamState:
         t = Telemetry(Settings(**settings), telemetry.tracer_provider, telemetry.meter_provider)

@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from otel_toolcalls._core import errors as _internal
+from otel_toolcalls._core import process
 from otel_toolcalls._providers.formats import chat_completions as _chat_completions
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 
@@ -26,7 +27,7 @@ def broken_translator(monkeypatch: pytest.MonkeyPatch) -> None:
         raise TranslatorBug("not for the host")
 
     monkeypatch.setattr(_chat_completions, "_identify", explode)
-    monkeypatch.setattr(_internal, "_warned", set())
+    process.reset()  # sites warned about by earlier tests: said again
 
 
 def _run(fake: Any) -> list[Any]:
@@ -56,9 +57,9 @@ def test_a_failing_translator_is_counted_and_warned_once(
 
 
 def test_a_failing_step_outside_a_stream_is_counted(
-    telemetry: Any, instrument: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    telemetry: Any, instrument: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(_internal, "_warned", set())
+    process.reset()  # sites warned about by earlier tests: said again
 
     def read_request() -> None:
         raise KeyError("x")

@@ -414,11 +414,10 @@ def _said_about_recv_bytes(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
     fake: Any, instrument: Any, telemetry: Any, mode: str, surface: str, caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    from otel_toolcalls._core import errors as _internal
+    from otel_toolcalls._core import process
 
-    monkeypatch.setattr(_internal, "_warned", set())
+    process.reset()  # sites warned about by earlier tests: said again
     fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
     fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
     with caplog.at_level("WARNING", logger="otel_toolcalls"):
@@ -430,12 +429,11 @@ def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
 
 def test_recv_and_iteration_say_nothing_about_recv_bytes(
     fake: Any, instrument: Any, telemetry: Any, mode: str, caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     # The SDK's recv() reads through its own recv_bytes(): that call is the package's to see.
-    from otel_toolcalls._core import errors as _internal
+    from otel_toolcalls._core import process
 
-    monkeypatch.setattr(_internal, "_warned", set())
+    process.reset()  # sites warned about by earlier tests: said again
     fake.websocket.enqueue(frames(turn(response_events([WEATHER]))))
     with caplog.at_level("WARNING", logger="otel_toolcalls"):
         run(fake, mode, SURFACES[0], ONE_RESPONSE)

@@ -139,11 +139,11 @@ def test_a_completed_call(fake: Any, instrument: Any, telemetry: Any, mode: str)
 
 
 def test_events_read_with_recv_bytes_are_said_once_not_to_be_traced(
-    fake: Any, instrument: Any, mode: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    fake: Any, instrument: Any, mode: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from otel_toolcalls._core import errors as _internal
+    from otel_toolcalls._core import process
 
-    monkeypatch.setattr(_internal, "_warned", set())
+    process.reset()  # sites warned about by earlier tests: said again
     fake.websocket.enqueue(frames(turn(on_lane(events_for([WEATHER]), None, "resp_1")), session=False))
     client = (openai.OpenAI if mode == "sync" else openai.AsyncOpenAI)(
         api_key="sk-test", base_url=fake.base_url + "/v1", websocket_base_url=fake.websocket.base_url

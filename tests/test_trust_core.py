@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core import process
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
 
@@ -52,14 +53,14 @@ def ledger(telemetry: Any) -> Ledger:
 
 @pytest.fixture
 def core(telemetry: Any) -> Any:
-    REGISTRY.clear()
+    process.reset()
 
     def build(**settings: Any) -> StreamState:
         t = Telemetry(Settings(**settings), telemetry.tracer_provider, telemetry.meter_provider)
         return StreamState(t, RequestInfo(provider="openai", model="m-1"))
 
     yield build
-    REGISTRY.clear()
+    process.reset()
 
 
 def calls_counted(telemetry: Any) -> int:

@@ -14,6 +14,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 
 from . import names as n
+from . import process
 from .errors import guarded, report
 from .registry import CallRecord
 from .telemetry import Telemetry
@@ -37,7 +38,7 @@ _ERRORING = frozenset({"error", "timeout", "failed"})
 
 # Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
 # as a reason is provider output: past the bound, reasons are classified each time.
-_CLASSIFIED: dict[str, str | None] = {}
+_CLASSIFIED: dict[str, str | None] = process.CLASSIFIED
 _CLASSIFIED_MAX = 256
 
 

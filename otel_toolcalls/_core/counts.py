@@ -13,13 +13,14 @@ from synchronous measurements only).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
+
+from . import process
 
 _log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class Counts:
         # The meter keeps the callback, hence the counts, as it would a synchronous counter's
         # aggregation: after uninstrument() the totals counted so far are still reported.
         meter.create_observable_counter(name, callbacks=[self._observe], unit=unit, description=description)
-        _FORK_SAFE.add(self)
+        process.renew_at_fork(self)
 
     def add(self, amount: int, attributes: Mapping[str, Any]) -> None:
         key = tuple(attributes.items())
@@ -57,9 +58,7 @@ class Counts:
         self._lock = threading.Lock()
 
 
-_FORK_SAFE: weakref.WeakSet[Counts] = weakref.WeakSet()
-_BY_METER: weakref.WeakKeyDictionary[Any, dict[str, Counts]] = weakref.WeakKeyDictionary()
-_BY_METER_LOCK = threading.Lock()
+_BY_METER: weakref.WeakKeyDictionary[Any, dict[str, Counts]] = process.COUNTS_BY_METER
 
 
 def counts_for(meter: Meter, name: str, *, unit: str, description: str) -> Counts:
@@ -67,7 +66,7 @@ def counts_for(meter: Meter, name: str, *, unit: str, description: str) -> Count
     instrument() on the same meter provider the meter and the instrument it made the first time
     (keeping the first callback only), as it hands back a synchronous counter and its aggregation:
     the counts go on where the first instrumentation left them."""
-    with _BY_METER_LOCK:
+    with process.LOCKS.meters:
         try:
             by_name = _BY_METER.setdefault(meter, {})
         except TypeError:  # a meter that cannot be a weak key: counts of its own
@@ -76,14 +75,3 @@ def counts_for(meter: Meter, name: str, *, unit: str, description: str) -> Count
         if found is None:
             found = by_name[name] = Counts(meter, name, unit=unit, description=description)
         return found
-
-
-def _after_fork_in_child() -> None:
-    global _BY_METER_LOCK
-    _BY_METER_LOCK = threading.Lock()
-    for counts in list(_FORK_SAFE):
-        counts.after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -10,25 +10,25 @@ log line per chunk.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from . import names as n
+from . import process
 
 _log = logging.getLogger("otel_toolcalls")
 
 # The counter of the active instrumentor (telemetry.set_active hands it over; None: not instrumented).
 _counter: Any = None
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
+# Sites already warned about (process.WARNED: a test's reset empties it).
+_warned: set[str] = process.WARNED
 
 
 def _first_time(site: str) -> bool:
     if site in _warned:
         return False
-    with _warned_lock:
+    with process.LOCKS.warned:
         if site in _warned:
             return False
         _warned.add(site)

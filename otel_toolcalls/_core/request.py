@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
+from . import process
 from . import replay as _replay
 from .errors import guarded
 from .peers import foreign_inference_span
@@ -201,7 +202,7 @@ CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar(
 
 # Requests whose stream is built after the SDK's call returned (raw responses, anthropic's lazy
 # stream), keyed on the HTTP response the stream will hold. A request does not reference its key.
-_STASHED: weakref.WeakKeyDictionary[Any, Request] = weakref.WeakKeyDictionary()
+_STASHED: weakref.WeakKeyDictionary[Any, Request] = process.STASHED
 
 
 def stash(key: object, request: Request) -> None:
@@ -236,7 +237,7 @@ def traced_elsewhere(*keys: object) -> StreamState | None:
 # Per-stream state an adapter keeps for an SDK object it cannot wrap (LiteLLM's stream wrapper is
 # the object the user iterates): keyed weakly on it, never in its attributes. A value must not
 # reference its key (through a bound method of it, say), or the key never dies.
-_KEPT: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_KEPT: weakref.WeakKeyDictionary[Any, Any] = process.KEPT
 
 
 def keep(owner: object, value: Any) -> None:

@@ -17,7 +17,6 @@ just ended (a fragment that loses that race arrived after the end, and is not co
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Hashable
@@ -29,6 +28,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import names as n
+from . import process
 from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
 from .errors import guarded, report
 from .inference_metrics import StreamEnd, reports_usage
@@ -71,23 +71,8 @@ class RequestInfo:
         return attributes
 
 
-# Streams still open, so that interpreter exit can end their calls as abandoned before the
-# tracer provider's own atexit shutdown runs (see _stream.install_exit_hook). It also keeps each
-# open stream's state alive for the collection watch, which holds it weakly (_request.watch).
-LIVE: dict[int, StreamState] = {}
-
-
-def _forget_inherited_streams() -> None:
-    """In a forked child: the streams open at the fork are the parent's, which ends, exports and
-    counts them. Ended here too (collected, or at the child's exit), the same span ids would be
-    exported twice and phantom aborts counted."""
-    for state in list(LIVE.values()):
-        state.disown()
-    LIVE.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_inherited_streams)
+# Streams still open (process.LIVE: ended at exit by _stream's hook, disowned in a forked child).
+LIVE: dict[int, StreamState] = process.LIVE
 
 
 class StreamState:
@@ -148,7 +133,8 @@ class StreamState:
         LIVE[id(self)] = self
 
     def disown(self) -> None:
-        """Done without ending anything: the stream is another process's (see the fork hook)."""
+        """Done without ending anything: the stream is another process's (the fork hook, in
+        process) or another test's (its reset)."""
         # A new lock: a thread of the parent may have held this one at the fork, and that thread
         # does not exist here to release it.
         self._lock = threading.RLock()

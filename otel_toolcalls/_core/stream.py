@@ -13,12 +13,11 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
-import os
-import threading
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Literal, TypeVar
 
+from . import process
 from .errors import report, site_of
 from .state import LIVE, StreamState
 
@@ -101,23 +100,12 @@ def ended_by(state: StreamState, exc: BaseException) -> None:
 
 # The state of each stream, keyed on an object every view of the stream shares (the HTTP response:
 # SDK helpers and copies of a stream object all hold the same one), for the close hooks.
-_BOUND: weakref.WeakKeyDictionary[Any, StreamState] = weakref.WeakKeyDictionary()
-_BOUND_LOCK = threading.Lock()
-
-
-def _new_bound_lock() -> None:
-    # In a forked child: a thread of the parent may have held the lock at the fork.
-    global _BOUND_LOCK
-    _BOUND_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_bound_lock)
+_BOUND: weakref.WeakKeyDictionary[Any, StreamState] = process.BOUND
 
 
 def bind(key: object, state: StreamState) -> None:
     try:
-        with _BOUND_LOCK:
+        with process.LOCKS.bound:
             _BOUND[key] = state
     except TypeError:
         _log.debug("otel_toolcalls: %r cannot key a stream", type(key))

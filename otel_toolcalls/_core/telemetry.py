@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any, NamedTuple
 
@@ -11,11 +10,10 @@ from opentelemetry import metrics, trace
 from otel_toolcalls._config import Settings
 from otel_toolcalls.version import __version__
 
-from . import errors
+from . import errors, process
 from . import names as n
 from .counts import counts_for
 from .inference_metrics import InferenceInstruments
-from .registry import CallRegistry
 from .usage import FIELDS
 
 _SCOPE = "otel_toolcalls"
@@ -31,10 +29,8 @@ INFERENCE_SECONDS_BUCKETS = (
 _BYTES_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216)
 _DELTAS_BUCKETS = (0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 4000, 16000)
 
-# One process-wide memory of calls, so that execute_tool finds calls whichever instrument() saw them.
-REGISTRY = CallRegistry(Settings.registry_size)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=REGISTRY.after_fork_in_child)
+# The one memory of calls (held by process), so that execute_tool finds calls whichever instrument() saw.
+REGISTRY = process.REGISTRY
 
 
 class Spec(NamedTuple):
@@ -93,6 +89,7 @@ class ToolNameLimiter:
         self._limit = limit
         self._seen: set[str] = set()
         self._lock = threading.Lock()
+        process.renew_at_fork(self)
 
     def __call__(self, name: str) -> str:
         if name in self._seen:
@@ -104,6 +101,11 @@ class ToolNameLimiter:
                 return n.OTHER
             self._seen.add(name)
             return name
+
+    def after_fork_in_child(self) -> None:
+        # The names stay (the child's series go on from the parent's); the lock is new, as a
+        # thread of the parent may have held it at the fork.
+        self._lock = threading.Lock()
 
 
 class Telemetry:
@@ -150,17 +152,14 @@ def set_active(telemetry: Telemetry | None) -> None:
     errors.count_into(telemetry.internal_errors if telemetry is not None else None)
 
 
-_FALLBACK: Telemetry | None = None
-
-
 def current() -> Telemetry:
     """The instrumentor's telemetry, or, for ``execute_tool`` used without ``instrument()``, one built
-    once on the global providers with settings from the environment."""
-    global _FALLBACK
+    once on the global providers with settings from the environment (process.FALLBACK)."""
     if _ACTIVE is not None:
         return _ACTIVE
-    if _FALLBACK is None:
+    fallback: Telemetry | None = process.FALLBACK.value
+    if fallback is None:
         from otel_toolcalls._config import resolve
 
-        _FALLBACK = Telemetry(resolve())
-    return _FALLBACK
+        fallback = process.FALLBACK.value = Telemetry(resolve())
+    return fallback

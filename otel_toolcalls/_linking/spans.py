@@ -15,10 +15,11 @@ from typing import Any
 from opentelemetry.trace import Span
 
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core import process
 
 # span -> the call id it executes (cut, as the span carries it), or None when it has none.
-_EXECUTIONS: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
-_ANNOTATED: weakref.WeakSet[Any] = weakref.WeakSet()
+_EXECUTIONS: weakref.WeakKeyDictionary[Any, str | None] = process.EXECUTIONS
+_ANNOTATED: weakref.WeakSet[Any] = process.ANNOTATED
 
 
 def record(span: Span, call_id: str | None) -> None:

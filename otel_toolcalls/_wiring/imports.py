@@ -23,14 +23,16 @@ from typing import Any
 
 from wrapt import ObjectProxy
 
+from otel_toolcalls._core import process
+
 _log = logging.getLogger(__name__)
 
-_lock = threading.Lock()
+# The tables are process's (under process.LOCKS.imports, a new lock in a forked child).
 # Top-level package name -> the number of waits interested in it.
-_families: dict[str, int] = {}
+_families: dict[str, int] = process.IMPORT_FAMILIES
 # Names of the modules, of those families, whose code is executing now (per name: how many times).
-_running: dict[str, int] = {}
-_waits: list[Wait] = []
+_running: dict[str, int] = process.IMPORT_RUNNING
+_waits: list[Wait] = process.IMPORT_WAITS
 _finder: _Finder | None = None
 _local = threading.local()
 
@@ -48,18 +50,18 @@ class Wait:
         self.families = frozenset(_family(m) for m in modules)
 
     def ready(self) -> bool:
-        # Caller holds _lock.
+        # Caller holds process.LOCKS.imports.
         if any(_family(name) in self.families for name in _running):
             return False
         return any(m in sys.modules for m in self.modules)
 
     def cancel(self) -> None:
-        with _lock:
+        with process.LOCKS.imports:
             _forget(self)
 
 
 def _forget(wait: Wait) -> bool:
-    # Caller holds _lock.
+    # Caller holds process.LOCKS.imports.
     if wait not in _waits:
         return False
     _waits.remove(wait)
@@ -74,7 +76,7 @@ def when_imported(modules: Iterable[str], callback: Callable[[], None]) -> Wait:
     """Runs ``callback`` once the first of ``modules`` is imported and its package has finished
     importing: at once if that is already so, otherwise from the import that completes it."""
     wait = Wait(tuple(modules), callback)
-    with _lock:
+    with process.LOCKS.imports:
         _install()
         ready = wait.ready()
         if not ready:
@@ -94,7 +96,7 @@ def _install() -> None:
 
 
 def _run_ready() -> None:
-    with _lock:
+    with process.LOCKS.imports:
         due = [wait for wait in _waits if wait.ready()]
         for wait in due:
             _forget(wait)
@@ -157,12 +159,12 @@ class _Loader(ObjectProxy):  # type: ignore[misc]
         if spec is not None and spec.loader is self:
             spec.loader = real
         name = module.__name__
-        with _lock:
+        with process.LOCKS.imports:
             _running[name] = _running.get(name, 0) + 1
         try:
             real.exec_module(module)
         finally:
-            with _lock:
+            with process.LOCKS.imports:
                 _running[name] -= 1
                 if not _running[name]:
                     del _running[name]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Collection
 from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from otel_toolcalls._config import resolve
+from otel_toolcalls._core import process
 from otel_toolcalls._core import telemetry as _telemetry
 
 from . import imports as _imports
@@ -19,8 +19,7 @@ from .adapters import Adapter, adapter_names, load
 _log = logging.getLogger(__name__)
 
 # Adapters whose missing targets were reported: once per process, however often instrument() runs.
-_reported: set[str] = set()
-_reported_lock = threading.Lock()
+_reported: set[str] = process.REPORTED
 
 
 def _report_missing(name: str, adapter: Adapter) -> None:
@@ -32,7 +31,7 @@ def _report_missing(name: str, adapter: Adapter) -> None:
     missing = requires.missing()
     if not missing:
         return
-    with _reported_lock:
+    with process.LOCKS.reported:
         if name in _reported:
             return
         _reported.add(name)
