@@ -184,3 +184,26 @@ def test_the_core_imports_no_sdk() -> None:
         if top not in CORE_THIRD_PARTY
     }
     assert found == set()
+
+
+def _imported_names(module: str) -> set[str]:
+    """Names a module binds at its top level by importing them."""
+    names = set()
+    for node in ast.parse(MODULES[module].read_text()).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+# The public surfaces, which re-export by design.
+SURFACES = {PACKAGE, f"{PACKAGE}.testing"}
+
+
+def test_one_path_to_each_name() -> None:
+    # A name is imported from the module that defines it, never through another that imported it.
+    relayed = sorted(
+        f"{i.importer}:{i.line} takes {i.name} from {i.target}, which imports it"
+        for i in _imports()
+        if i.name is not None and i.target not in SURFACES and i.name in _imported_names(i.target)
+    )
+    assert relayed == []

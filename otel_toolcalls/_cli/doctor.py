@@ -26,7 +26,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from otel_toolcalls._config import CAPTURE_CONTENT_ENV, ENV_VARIABLES, Settings, resolve
-from otel_toolcalls._core import telemetry as _telemetry
+from otel_toolcalls._core import telemetry
 from otel_toolcalls._wiring.adapters import adapter_names, load
 from otel_toolcalls._wiring.support import SURFACES, TESTED
 from otel_toolcalls.version import __version__
@@ -158,7 +158,7 @@ def _unseen(row: dict[str, Any]) -> bool:
 def _settings() -> dict[str, dict[str, Any]]:
     with _captured("otel_toolcalls._config") as invalid:
         from_env = resolve()
-    active = _telemetry.active()
+    active = telemetry.active()
     report = {}
     for field in fields(Settings):
         variable = CAPTURE_CONTENT_ENV if field.name == "capture_content" else ENV_VARIABLES[field.name]

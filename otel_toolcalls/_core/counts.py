@@ -1,13 +1,11 @@
 """Counters kept as integers in the package, reported by observable counters: ``toolcall.calls``
-and the token usage counters, the ones recorded on every call's or stream's end.
+and the token usage counters, the ones added to on every call's or stream's end.
 
-A synchronous counter's ``add`` costs a measurement object, a copy and a hash of its attributes and
-a locked aggregation (~84k instructions with four attributes, SDK 1.45, under callgrind); here an
-add is one dictionary update under a lock (~5k), and the SDK reads the totals only when it collects.
-Name, unit, description, attributes and the monotonic-sum semantics are those of the synchronous
-counter (TELEMETRY.md section 4): an exporter, Prometheus's ``toolcall_calls_total`` and ``rate()``
-over it see the same series. What an observable counter lacks is exemplars (the SDK samples them
-from synchronous measurements only).
+A synchronous counter's ``add`` builds a measurement and aggregates it under a lock; here an add is
+one dictionary update under a lock, and the SDK reads the totals when it collects. Name, unit,
+description, attributes and the monotonic-sum semantics are those of the synchronous counter
+(TELEMETRY.md section 4): exporters, Prometheus's ``toolcall_calls_total`` and ``rate()`` over it see
+the same series. What an observable counter lacks is exemplars.
 """
 
 from __future__ import annotations

@@ -23,8 +23,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from . import process
-from . import replay as _replay
+from . import process, replay
 from .errors import guarded
 from .peers import foreign_inference_span
 from .state import RequestInfo, StreamState
@@ -35,7 +34,6 @@ __all__ = [
     "CURRENT",
     "Request",
     "current",
-    "foreign_inference_span",
     "keep",
     "kept",
     "model_of",
@@ -57,7 +55,7 @@ class Request:
     server: tuple[str | None, int | None] = (None, None)
     start_ns: int = field(default_factory=time.time_ns)
     parent: otel_context.Context = field(default_factory=otel_context.get_current)
-    replayed: _replay.Replayed | None = None
+    replayed: replay.Replayed | None = None
     # The SDK traces its requests itself: a request failing before any stream gets no span of ours.
     sdk_traces: bool = False
     # The adapter's own route, needed again at the stream: each adapter narrows it to its own
@@ -93,7 +91,7 @@ class Request:
             adopted_span=adopted,
         )
         self.state = state = StreamState(self.telemetry, info)
-        _replay.record(self.telemetry, self.replayed, state.span, state.provider, self.model)
+        replay.record(self.telemetry, self.replayed, state.span, state.provider, self.model)
         install_exit_hook()
         return state
 
@@ -128,7 +126,7 @@ class Request:
             return
         if not self.telemetry.settings.inference_spans or self.sdk_traces:
             span = trace.get_current_span(self.parent)
-            _replay.record(self.telemetry, self.replayed, span, self.provider, self.model)
+            replay.record(self.telemetry, self.replayed, span, self.provider, self.model)
             return
         self.stream().failed(exc)
 
@@ -263,7 +261,7 @@ def watch(owner: object, state: StreamState) -> None:
     once it ended, nothing here keeps it (or its spans) alive for as long as the user keeps the
     stream object, and the stream's end need not detach anything. A plain weak reference rather
     than ``weakref.finalize``: a fifth of the cost per stream, and no atexit run to switch off
-    (interpreter exit is _stream._end_live_streams's, before the tracer provider's shutdown)."""
+    (interpreter exit is stream._end_live_streams's, before the tracer provider's shutdown)."""
     try:
         state.watcher = weakref.ref(owner, functools.partial(_abandon, weakref.ref(state)))
     except TypeError:

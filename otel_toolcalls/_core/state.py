@@ -71,7 +71,7 @@ class RequestInfo:
         return attributes
 
 
-# Streams still open (process.LIVE: ended at exit by _stream's hook, disowned in a forked child).
+# Streams still open (process.LIVE: ended at exit by stream's exit hook, disowned in a forked child).
 LIVE: dict[int, StreamState] = process.LIVE
 
 

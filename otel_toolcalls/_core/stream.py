@@ -2,7 +2,7 @@
 
 Reading a chunk and processing it are guarded separately: what the SDK's iterator raises is the
 stream's failure and goes back to the caller untouched; what processing raises is ours, counted and
-logged (_internal) and dropped, and the chunk is yielded exactly as the SDK made it.
+logged (``errors``) and dropped, and the chunk is yielded exactly as the SDK made it.
 
 The sync and async generators differ only in ``for``/``async for``; what a chunk or an exception
 means is decided once, below, and every decision it leads to lives in ``StreamState``.

@@ -37,7 +37,7 @@ class Spec(NamedTuple):
     unit: str
     description: str
     buckets: Any = None  # the advised bucket boundaries of a histogram; None: a counter
-    # A counter counted in the package and reported at collection (_counts): those added to on
+    # A counter counted in the package and reported at collection (``counts``): those added to on
     # every call's or stream's end, where a synchronous add is most of the metric's cost.
     observed: bool = False
 

@@ -26,8 +26,7 @@ from opentelemetry.propagators.textmap import (
 
 from otel_toolcalls._core.telemetry import REGISTRY
 
-from . import carried as _carried
-from . import spans as _spans
+from . import carried, spans
 from .context import current_tool_call_id
 
 _log = logging.getLogger(__name__)
@@ -41,8 +40,8 @@ def _candidates(context: Context | None) -> list[str]:
         if call_id:
             ids.append(call_id)
     span = trace.get_current_span(context)
-    if span.is_recording() and _spans.is_execution(span):
-        call_id = _spans.call_id_of(span)
+    if span.is_recording() and spans.is_execution(span):
+        call_id = spans.call_id_of(span)
         if isinstance(call_id, str) and call_id:
             ids.append(call_id)
     return ids
@@ -54,7 +53,7 @@ def header_for(context: Context | None = None) -> str | None:
     for call_id in _candidates(context):
         record = REGISTRY.get(call_id)
         if record is not None and record.span_context is not None:
-            return _carried.encode(record.outcome, call_id, record.span_context)
+            return carried.encode(record.outcome, call_id, record.span_context)
     return None
 
 
@@ -67,7 +66,7 @@ class ToolCallsPropagator(TextMapPropagator):
         try:
             value = header_for(context)
             if value is not None:
-                setter.set(carrier, _carried.HEADER, value)
+                setter.set(carrier, carried.HEADER, value)
         except Exception:
             _log.debug("otel_toolcalls: could not inject the toolcall header", exc_info=True)
 
@@ -77,17 +76,17 @@ class ToolCallsPropagator(TextMapPropagator):
         if context is None:
             context = otel_context.get_current()
         try:
-            values = getter.get(carrier, _carried.HEADER)
+            values = getter.get(carrier, carried.HEADER)
             # One value or none: a repeated header is no statement about one call.
-            call = _carried.decode(values[0]) if values and len(values) == 1 else None
+            call = carried.decode(values[0]) if values and len(values) == 1 else None
         except Exception:
             _log.debug("otel_toolcalls: could not read a toolcall header", exc_info=True)
             return context
-        return _carried.carrying(call, context) if call is not None else context
+        return carried.carrying(call, context) if call is not None else context
 
     @property
     def fields(self) -> set[str]:
-        return {_carried.HEADER}
+        return {carried.HEADER}
 
 
 def install_propagator() -> None:
@@ -98,6 +97,6 @@ def install_propagator() -> None:
     from opentelemetry import propagate
 
     textmap = propagate.get_global_textmap()
-    if _carried.HEADER in textmap.fields:
+    if carried.HEADER in textmap.fields:
         return
     propagate.set_global_textmap(CompositePropagator([textmap, ToolCallsPropagator()]))

@@ -4,7 +4,7 @@ Choke point: ``Client._request`` / ``AsyncClient._request``, which every streame
 through and which builds the chunk generator (the request is sent at its first step). Not
 ``chat`` itself: ``ollama.chat`` is a method of a default client bound when ``ollama`` is first
 imported, so a class patch of ``chat`` made after that import would never be called through it;
-``_request`` is looked up at every call. Only ``/api/chat`` streams are traced (``generate``
+``Client._request`` is looked up at every call. Only ``/api/chat`` streams are traced (``generate``
 carries no tool calls). Ollama's OpenAI-compatible endpoint (``/v1``) is reached through the
 openai SDK and traced by its adapter: this client never calls it.
 

@@ -27,7 +27,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core import replay as _replay
+from otel_toolcalls._core import replay
 from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.peers import foreign_inference_span, started_ns, suppressed_span
 from otel_toolcalls._core.request import Request, current, stash, stashed
@@ -46,7 +46,7 @@ class Route:
     process: Process
     operation: str = "chat"
     # The call ids of a request body's input history, for the replayed-aborted-call check (_core.replay).
-    history_ids: _replay.HistoryIds | None = None
+    history_ids: replay.HistoryIds | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,11 +141,11 @@ class StainlessSDK:
         if route is None:
             return None
         telemetry = self._telemetry
-        replayed = _replay.scan(telemetry, route.history_ids, getattr(options, "json_data", None))
+        replayed = replay.scan(telemetry, route.history_ids, getattr(options, "json_data", None))
         if not kwargs.get("stream", False):
             # No inference span of ours for a request that does not stream: the current span.
             span = trace.get_current_span()
-            _replay.record(telemetry, replayed, span, self._provider(client), _model(options))
+            replay.record(telemetry, replayed, span, self._provider(client), _model(options))
             return None
         return self._new_request(client, options, route, replayed=replayed)
 

@@ -26,10 +26,9 @@ import json
 from typing import Any
 
 from otel_toolcalls._core.sink import Sink
-from otel_toolcalls._providers.formats import anthropic_messages as _anthropic_messages
-from otel_toolcalls._providers.formats import chat_completions as _chat_completions
+from otel_toolcalls._providers.formats import anthropic_messages, chat_completions
 
-from . import converse as _bedrock_converse
+from . import converse
 
 _METRICS = "amazon-bedrock-invocationMetrics"
 _CONVERSE = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
@@ -76,12 +75,12 @@ def process_event(state: Sink, event: Any) -> None:
         if delta.get("type") == "input_json_delta":
             state.fragment(payload.get("index"), delta.get("partial_json"))
     elif kind is not None:
-        _anthropic_messages.process_event(state, View(payload))
+        anthropic_messages.process_event(state, View(payload))
     elif "choices" in payload:
         # {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[...]},
         #  "finish_reason":null}]}: a choice's finish reason completes its calls, as on OpenAI.
-        _chat_completions.process_chunk(state, View(payload))
+        chat_completions.process_chunk(state, View(payload))
     elif not _CONVERSE.isdisjoint(payload):
-        _bedrock_converse.process_event(state, payload)
+        converse.process_event(state, payload)
     elif _METRICS in payload:
         state.final_event()

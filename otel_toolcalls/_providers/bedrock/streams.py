@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from otel_toolcalls._core import replay as _replay
+from otel_toolcalls._core import replay
 from otel_toolcalls._core.errors import guarded, report, site_of
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.stream import Process, ended_by
@@ -28,8 +28,7 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.returned import Transparent
 from otel_toolcalls._providers.servers import server_of
 
-from . import converse as _bedrock_converse
-from . import invoke as _bedrock_invoke
+from . import converse, invoke
 
 _log = logging.getLogger(__name__)
 
@@ -49,8 +48,8 @@ class Route:
 ROUTES: dict[str, Route] = {
     route.operation: route
     for route in (
-        Route("ConverseStream", "stream", _bedrock_converse.process_event),
-        Route("InvokeModelWithResponseStream", "body", _bedrock_invoke.process_event),
+        Route("ConverseStream", "stream", converse.process_event),
+        Route("InvokeModelWithResponseStream", "body", invoke.process_event),
     )
 }
 
@@ -65,7 +64,7 @@ def begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request 
     server = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
     # Converse messages are parameters botocore holds parsed; an invoke body is the caller's own
     # JSON text, which the package does not parse (the one parse it makes is a response chunk's).
-    replayed = _replay.scan(telemetry, _replay.bedrock_ids, params) if operation == "ConverseStream" else None
+    replayed = replay.scan(telemetry, replay.bedrock_ids, params) if operation == "ConverseStream" else None
     route = ROUTES[operation]
     return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, route=route)
 
