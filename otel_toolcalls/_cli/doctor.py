@@ -1,13 +1,9 @@
 """``otel-toolcalls doctor [--json]``: what this environment's SDKs and settings will show.
 
-For every adapter: its SDK's installed version against the tested range (``_wiring.support``), whether
-every target it patches exists, and whether it applies; then the effective settings and where each
-comes from, whether the global tracer and meter providers are real, and where OTLP would export.
-Unlike ``instrument()``, doctor imports every installed SDK. Exit status 1 when an installed SDK
-would go unseen (a missing target, or an adapter that does not apply).
-
-Run it as the service runs (``opentelemetry-instrument otel-toolcalls doctor``) to see the
-providers and the settings the service gets.
+Per adapter: the installed SDK against the tested range, its targets, whether it applies; then the
+effective settings, the global providers, where OTLP would export. Unlike ``instrument()``, it
+imports every installed SDK. Run it as the service runs (``opentelemetry-instrument otel-toolcalls
+doctor``); exit status 1 when an installed SDK would go unseen.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """Someone else's inference span for a request: how the package knows one when it sees it.
 
-Only what a span or its context shows publicly: a context value, the span's kind and attributes
-(the OpenTelemetry SDK's ``ReadableSpan`` shows both; the API has no reader), never a peer's private
-state. Each rule is a peer's published convention (docs/TELEMETRY.md section 6):
-
-- OpenLLMetry's frameworks set ``LLM_SPAN_IS_CURRENT`` in the context while the SDK's call runs
-  inside the LLM span they made (any span class);
-- the GenAI conventions' inference span, of any kind: ``gen_ai.operation.name`` an inference
-  operation (OTel openai-v2 / genai-openai, OpenLLMetry, Logfire: CLIENT; Strands' and Google
-  ADK's model spans: INTERNAL);
-- OpenInference's LLM span (kind INTERNAL): ``openinference.span.kind`` ``LLM``;
-- OpenInference's LangChain LLM span, never current (and without attributes until it ends): the
-  span of the LangChain model run in progress in this context, as LangChain's callbacks name the
-  run to the package's handler (``_frameworks/langchain.py``) and OpenInference's public
-  ``LangChainInstrumentor().get_span(run_id)`` gives it.
-
-Not known, for nothing public shows them at the request (docs/TELEMETRY.md section 6): Langfuse's
-generation and OpenLLMetry's ConverseStream span (never current); OpenInference's LlamaIndex span
-(reset from the context and LlamaIndex's active span id before the stream's first read makes the
-request).
+Only what a span or its context shows publicly (a context value, the span's kind and attributes),
+never a peer's private state. Each rule is a peer's published convention (TELEMETRY.md section 6).
 """
 
 from __future__ import annotations
@@ -69,7 +52,11 @@ def foreign_inference_span(ctx: otel_context.Context) -> Any:
     """Someone else's inference span for this request, still recording: the current span of
     ``ctx`` when it is one (a span of another tracer provider that shows neither kind nor
     attributes is not one, for the package), else OpenInference's span of the LangChain model run
-    in progress; None otherwise."""
+    in progress; None otherwise.
+
+    Not known, for nothing public shows them at the request: Langfuse's generation and
+    OpenLLMetry's ConverseStream span (never current); OpenInference's LlamaIndex span (reset from
+    the context and LlamaIndex's active span id before the stream's first read makes the request)."""
     span = trace.get_current_span(ctx)
     if span.is_recording() and _is_inference(span, ctx):
         return span

@@ -1,12 +1,5 @@
 """Process-wide state: every table that outlives one ``instrument()`` call, its one at-fork hook and
 its one reset for tests.
-
-The modules that use a table bind it into a module-level name once (a table is emptied in place,
-never replaced), so a chunk or a fragment pays no indirection. Locks are the exception: a forked
-child gets new ones, so they are read from ``LOCKS`` at each use and never bound into a name.
-
-Values are typed ``Any`` here: their classes live in modules that import this one, and the users
-re-annotate each table where they bind it.
 """
 
 from __future__ import annotations
@@ -32,7 +25,10 @@ class Forkable(Protocol):
 
 
 # -- the tables, by owner ---------------------------------------------------------------------------
-# Each says what a forked child does with it and whether reset() empties it.
+# Each says what a forked child does with it and whether reset() empties it. A table is emptied in
+# place, never replaced, so its users bind it into a module-level name once (no indirection per
+# chunk); locks are read from LOCKS at each use instead. Typed Any: the values' classes live in
+# modules that import this one, which re-annotate the table where they bind it.
 
 # state: streams still open (StreamState by id), ended as abandoned at interpreter exit; they also
 # keep each open stream's state alive for the collection watch. Fork: disowned and dropped (the

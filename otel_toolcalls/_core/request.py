@@ -1,12 +1,8 @@
 """One streamed request's lifecycle, the same for every adapter.
 
-``Request`` is made when the SDK is asked for a stream (``begin``) and carries what the request
-knows (provider, model, server, parent context, the replayed-aborted-call check) to the moment
-the SDK's iterator exists (``attach``: the stream's ``StreamState``, the finalize-once wrapper,
-sync or async chosen once, the binding, collection watching, the exit hook), or to its failure
-before any stream existed (``failed_before_stream``). A request in flight is the one context
-variable ``CURRENT``, set for the SDK's own call (``entered``): the SDK builds its stream inside
-that call, in the same context.
+``Request`` is made when the SDK is asked for a stream (``begin``), carries what the request knows
+to the moment the SDK's iterator exists (``attach``), or records its failure before any stream
+existed (``failed_before_stream``). A request in flight is the context variable ``CURRENT``.
 """
 
 from __future__ import annotations
@@ -193,6 +189,8 @@ class _Running(Entered):
         super().__exit__(*exc_info)
 
 
+# The request in flight, set for the SDK's own call (``entered``): the SDK builds its stream inside
+# that call, in the same context, so the stream finds its request here.
 CURRENT: contextvars.ContextVar[Request | None] = contextvars.ContextVar(
     "otel_toolcalls_request", default=None
 )

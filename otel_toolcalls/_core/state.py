@@ -1,17 +1,8 @@
 """The provider-neutral state machine: normalized stream events in, spans and metrics out.
 
 Translators turn their SDK's chunks into the calls of ``sink.Sink``, which ``StreamState``
-implements; nothing here knows a provider. One ``StreamState`` lives per streamed request: its
-tool-call blocks (opened, fed, stopped, settled by a later stop reason, ended) and, once, the end
-of the request as a whole (its inference span and metrics). Per-chunk events are cheap; span and
-metric work waits for a block's end or the stream's end.
-
-Threads: a stream can end from any thread (``close()`` while another thread iterates, a garbage
-collection, interpreter exit) while events still arrive. Every method that opens, settles or ends
-a call decides under the state's lock, so a call is ended by exactly one of them and none is
-opened once the stream is done; the spans are ended after the lock is released, so an exporter
-never runs under it. Fragments take no lock: they only count into a call that is open or was
-just ended (a fragment that loses that race arrived after the end, and is not counted).
+implements; nothing here knows a provider. Per-chunk events are cheap; span and metric work waits
+for a block's end or the stream's end.
 """
 
 from __future__ import annotations
@@ -76,7 +67,14 @@ LIVE: dict[int, StreamState] = process.LIVE
 
 
 class StreamState:
-    """One streamed request: its inference span and its tool-call blocks (a ``sink.Sink``)."""
+    """One streamed request: its inference span and its tool-call blocks (a ``sink.Sink``).
+
+    A stream can end from any thread (``close()`` elsewhere, a collection, interpreter exit) while
+    events still arrive. Whatever opens, settles or ends a call decides under ``_lock``, so a call
+    is ended exactly once and none is opened once the stream is done; spans are ended after the
+    lock is released, so an exporter never runs under it. Fragments take no lock: they only count
+    into a call open or just ended (one that loses that race arrived after the end: not counted).
+    """
 
     def __init__(self, telemetry: Telemetry, request: RequestInfo) -> None:
         self._t = self.telemetry = telemetry

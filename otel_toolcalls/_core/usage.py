@@ -1,15 +1,8 @@
 """Token usage of one streamed response, read from the event that carries the provider's final count.
 
-Each reader below takes the usage object (or dict, for botocore) the SDK already parsed, reads it by
-attribute access once per stream, and returns a ``Usage``, or None when the event carried no count.
-Nothing here runs per fragment: the translators call a reader only on the event that carries usage.
-A stream cut before that event, or one that never asked for usage, keeps ``state.usage`` None: no
-attribute and no metric point, never a 0.
-
-Totals follow the GenAI conventions: ``input_tokens`` includes cached input (for Anthropic and
-Bedrock, whose counts exclude it, the cache reads and writes are added), ``output_tokens`` includes
-reasoning (Gemini reports thoughts apart: they are added), billed counts win where a provider
-reports both (Cohere).
+Each reader takes the usage object (or dict, for botocore) the SDK already parsed, once per stream,
+and returns a ``Usage``, or None when the event carried no count: a stream cut before that event
+keeps ``state.usage`` None (no attribute, no metric point, never a 0).
 """
 
 from __future__ import annotations
@@ -20,6 +13,8 @@ from typing import Any
 from . import names as n
 
 
+# Totals follow the GenAI conventions: input includes cached input (added where the provider's
+# count excludes it), output includes reasoning (added where reported apart), billed counts win.
 @dataclass(frozen=True)
 class Usage:
     input_tokens: int | None = None
