@@ -1,15 +1,7 @@
 """anthropic's beta tool runner: each tool it executes gets its execution span, linked to the call.
 
-Choke point: ``BaseToolRunner._tool_use_span`` (anthropic.lib.tools._beta_runner), the context
-manager every tool run of every runner goes through (sync and async, streaming or not, eager or
-not, toolset members too). When the SDK traces itself, that context manager makes its own
-execution span (``anthropic.custom_tool_use {name}``, ``gen_ai.operation.name = execute_tool``):
-the package annotates it (outcome, link) instead of making a second one. Otherwise the package's
-``execute_tool`` span wraps the run.
-
-Strict mode refuses an aborted call before the tool runs: ``IncompleteToolCallError`` leaves the
-runner's ``with`` block, so it reaches the code driving the runner (``until_done()``, iteration,
-``generate_tool_call_response()``); the tool's body never runs.
+Choke point: ``BaseToolRunner._tool_use_span``, the context manager every tool run of every runner
+goes through (sync and async, streaming or not, eager or not, toolset members too).
 """
 
 from __future__ import annotations
@@ -37,7 +29,8 @@ _patches = Patches()
 
 @contextlib.contextmanager
 def _traced_run(telemetry: Telemetry, sdk_run: Any, call_id: str, name: str) -> Iterator[Any]:
-    # Inside the SDK's own execution span, when it traces itself: that span is annotated.
+    # Inside the SDK's own execution span when it traces itself (``anthropic.custom_tool_use
+    # {name}``): that span is annotated, not doubled. Otherwise Execution makes the span.
     with sdk_run as run, Execution(call_id, name, telemetry) as execution:
         yield run
         execution.returned(run, _error_result)
@@ -51,6 +44,8 @@ def _error_result(run: Any) -> str | None:
 
 
 def _wrapper(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """A strict refusal leaves the runner's ``with`` block before the tool's body runs: it reaches
+    the code driving the runner (``until_done()``, iteration, ``generate_tool_call_response()``)."""
     sdk_run = wrapped(*args, **kwargs)
     if not is_instrumentation_enabled():
         return sdk_run

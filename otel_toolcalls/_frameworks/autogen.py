@@ -1,14 +1,8 @@
 """AutoGen (``autogen-agentchat`` on ``autogen-core``): each tool call an ``AssistantAgent`` runs.
 
-Choke point: ``trace_tool_span`` as ``autogen_core.tools._base`` uses it in ``BaseTool.run_json``
-and ``BaseStreamTool.run_json_stream``, with the model's ``tool_call_id``: AutoGen opens its own
-``execute_tool {name}`` span there and hands it over. That span, with the tool body running inside,
-gets ``toolcall.outcome`` and the link, never a second one; when AutoGen's tracer records nothing,
-the package makes the execution span inside AutoGen's context manager.
-
-A strict refusal raises inside AutoGen's span: AutoGen records it (status ERROR), and its workbench
-turns it into an error ``ToolResult`` for the model (``is_error``, the refusal's text), the way it
-reports any tool that raised; the run goes on.
+Choke point: ``trace_tool_span`` as ``BaseTool.run_json`` / ``BaseStreamTool.run_json_stream`` use
+it, with the model's ``tool_call_id``: AutoGen's own ``execute_tool {name}`` span gets the outcome
+and the link, never a second span.
 """
 
 from __future__ import annotations
@@ -37,6 +31,9 @@ _patches = Patches()
 
 @contextmanager
 def _inside(telemetry: Telemetry, autogen_span: Any, call_id: str | None, name: Any) -> Iterator[Span]:
+    """AutoGen's span annotated, or, when its tracer records nothing, the package's made inside it.
+    A strict refusal raises inside AutoGen's span: AutoGen records it (ERROR) and its workbench
+    makes it an error ``ToolResult`` for the model, as for any tool that raised; the run goes on."""
     with autogen_span as span:
         if span.is_recording():
             refused = annotate_or_refuse(telemetry, span, call_id)

@@ -1,19 +1,8 @@
 """CrewAI: an ``execute_tool`` span around each native (function-calling) tool call an agent runs.
 
-Choke point: ``AgentExecutor._execute_single_native_tool_call(tool_call)``, which parses the
-model's call, runs the before/after hooks and the tool; the call id is what CrewAI's own
-``extract_tool_call_info`` reads from the call. Earlier releases (``REQUIRES.earlier``) have that
-executor in ``crewai.experimental.agent_executor``, beside ``CrewAgentExecutor``
-(``crewai.agents.crew_agent_executor``), whose same-named method takes the call already read
-(``call_id=``, ``func_name=``, ``func_args=``).
-A call whose arguments do not parse (CrewAI's ``parse_tool_call_args``) never runs: it gets no
-span. CrewAI's telemetry is not OpenTelemetry spans of the application's provider: the package
-makes the execution span.
-
-A strict refusal raises before the call is parsed or run: calls run one after another let it out
-of ``Crew.kickoff()``; calls run in parallel (CrewAI's thread pool) have CrewAI fold it into an
-"Error executing tool" result for the model, as it does any exception there. CrewAI turns a tool's
-own exception into a result string: the span does not see it.
+Choke point: ``AgentExecutor._execute_single_native_tool_call(tool_call)``, which parses the model's
+call, runs the before/after hooks and the tool. CrewAI's telemetry is not OpenTelemetry spans of the
+application's provider: the package makes the execution span.
 """
 
 from __future__ import annotations
@@ -31,6 +20,8 @@ from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 _log = logging.getLogger(__name__)
 
 _METHOD = "_execute_single_native_tool_call"
+# Earlier releases have the executor in crewai.experimental, beside CrewAgentExecutor, whose
+# same-named method takes the call already read (call_id=, func_name=, func_args=).
 REQUIRES = Requires(
     sdk="crewai",
     targets=(("crewai.agents.agent_executor", f"AgentExecutor.{_METHOD}"),),
@@ -78,6 +69,10 @@ def _call_of(args: Any, kwargs: Any) -> tuple[str | None, str | None] | None:
 
 
 def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """A strict refusal raises before the call is parsed or run: calls run one after another let it
+    out of ``Crew.kickoff()``; in parallel (CrewAI's thread pool) CrewAI folds it into an "Error
+    executing tool" result, as any exception there. A tool's own exception CrewAI turns into a
+    result string: the span does not see it."""
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     call = _call_of(args, kwargs)

@@ -1,16 +1,8 @@
 """Google ADK (``google-adk``): each function call the runner executes for the model.
 
-Choke point: ``_call_tool_async`` in ``google.adk.flows.llm_flows.tools._caller``, the call of
-``tool.run_async`` once the before-tool callbacks let it run; its ``ToolContext`` carries
-``function_call_id`` (the model's id, or the ``adk-…`` id ADK assigns where the model gave none).
-Earlier releases have the same function, with the same arguments, elsewhere (``REQUIRES.earlier``).
-
-ADK makes its own ``execute_tool {name}`` span around it (``record_tool_execution``) and says so
-in the OpenTelemetry context (its tool-execution scope, or on older releases the span's name):
-that span, current here, gets ``toolcall.outcome`` and the link, never a second one. When ADK's
-tracer records nothing, the package makes the execution span. A strict refusal raises inside ADK's
-span: ADK hands it to its ``on_tool_error_callback``s, marks its span ERROR, and raises it to the
-runner's caller when no callback answers it.
+Choke point: ``_call_tool_async``, the call of ``tool.run_async`` once the before-tool callbacks let
+it run. ADK's own ``execute_tool {name}`` span around it gets the outcome and the link; when ADK's
+tracer records nothing, the package makes the execution span.
 """
 
 from __future__ import annotations
@@ -44,7 +36,10 @@ _patches = Patches()
 
 
 def _adk_span(tool: Any) -> Span | None:
-    """ADK's execute_tool span, when ADK says a tool execution of its is being recorded."""
+    """ADK's execute_tool span, when ADK says (in the OpenTelemetry context) a tool execution of its
+    is being recorded. A strict refusal raises inside that span: ADK hands it to its
+    ``on_tool_error_callback``s, marks its span ERROR, and raises it to the runner's caller when no
+    callback answers it."""
     span = trace.get_current_span()
     if not span.is_recording():
         return None
@@ -80,6 +75,7 @@ def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: An
         return wrapped(*args, **kwargs)
     tool = kwargs.get("tool", args[0] if args else None)
     tool_context = kwargs.get("tool_context", args[2] if len(args) > 2 else None)
+    # The model's id, or the ``adk-…`` id ADK assigns where the model gave none.
     call_id = getattr(tool_context, "function_call_id", None)
     span = _adk_span(tool)
     if span is not None:

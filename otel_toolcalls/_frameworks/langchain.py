@@ -1,16 +1,9 @@
 """LangChain and LangGraph: an ``execute_tool`` span around every tool run for a model's call.
 
-Choke point: ``BaseTool.run`` / ``BaseTool.arun``. ``invoke`` / ``ainvoke`` with a ``ToolCall`` dict
+Choke point: ``BaseTool.run`` / ``BaseTool.arun``, where ``invoke`` with a ``ToolCall`` dict
 (``{"name": ..., "args": ..., "id": "call_1", "type": "tool_call"}``), LangGraph's ``ToolNode`` and
-``create_react_agent`` all end there with ``tool_call_id``. A tool run without a call id (a tool used
-as a plain runnable) is not a model's tool call: it gets no span.
-
-LangChain traces through callbacks, not OpenTelemetry; if another instrumentation already made an
-execution span for the call, that span is annotated instead (``_linking.context.Execution``).
-
-Where OpenInference's LangChain instrumentation is installed, a callback handler of the package's
-tells it which model run is in progress in each context, so that OpenInference's LLM span (never
-current) is the request's inference span (``_core.peers``, docs/TELEMETRY.md section 6).
+``create_react_agent`` all end with ``tool_call_id``. Also a callback handler that names the model run
+in progress to ``_core.peers`` (OpenInference's LangChain LLM span, TELEMETRY.md section 6).
 """
 
 from __future__ import annotations
@@ -37,7 +30,9 @@ _patches = Patches()
 
 
 def _tool_run(telemetry: Telemetry, runner: Any, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    # run and arun alike: the runner (sync, or async for arun) is the only difference.
+    # run and arun alike: the runner (sync, or async for arun) is the only difference. No call id
+    # (a tool used as a plain runnable): not a model's tool call, no span. LangChain traces through
+    # callbacks, not OpenTelemetry: another instrumentation's execution span is annotated instead.
     call_id = kwargs.get("tool_call_id")
     if not call_id or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)

@@ -1,15 +1,8 @@
 """LlamaIndex agents (``FunctionAgent``, ``ReActAgent``, ``CodeActAgent``, ``AgentWorkflow``): an
 ``execute_tool`` span around each tool call the agent workflow runs.
 
-Choke point: the ``call_tool`` step of ``BaseWorkflowAgent`` and of ``AgentWorkflow``, whose
-``ToolCall`` event carries ``tool_id`` (the model's call id, for function-calling LLMs) and
-``tool_name``. The step turns a tool's exception into a ``ToolOutput`` with ``is_error``; that
-exception is what the span records as the execution's error. A strict refusal raises before the
-step runs: out of the workflow, to the caller's ``await handler``.
-
-LlamaIndex's own instrumentation (its dispatcher) is not OpenTelemetry: there is no span of its to
-annotate. ``ReActAgent`` makes its ids up (the model writes text, not calls): its executions are
-``unknown``, never linked nor refused.
+Choke point: the ``call_tool`` step, whose ``ToolCall`` event carries ``tool_id`` (the model's call
+id, for function-calling LLMs). LlamaIndex's own dispatcher is not OpenTelemetry: no span to annotate.
 """
 
 from __future__ import annotations
@@ -38,8 +31,9 @@ _patches = Patches()
 
 
 def _tool_error(result: Any) -> BaseException | str | None:
-    """The exception the step caught from the tool body (``ToolCallResult.tool_output``); where the
-    output keeps none (0.13), only that it failed."""
+    """The exception the step caught from the tool body and kept in its ``is_error`` output
+    (``ToolCallResult.tool_output``), the execution's error; where the output keeps none (0.13),
+    only that it failed."""
     output = getattr(result, "tool_output", None)
     if not getattr(output, "is_error", False):
         return None
@@ -49,6 +43,8 @@ def _tool_error(result: Any) -> BaseException | str | None:
 
 def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     # call_tool(self, ctx, ev): the bound method gets (ctx, ev).
+    # A strict refusal raises before the step runs: out of the workflow, to ``await handler``.
+    # ReActAgent makes its ids up (the model writes text): its executions are ``unknown``.
     event = kwargs.get("ev", args[1] if len(args) > 1 else None)
     if event is None or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)

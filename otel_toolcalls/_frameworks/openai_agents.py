@@ -1,13 +1,8 @@
 """OpenAI Agents SDK (``openai-agents``): an ``execute_tool`` span around each function tool the
 runner executes.
 
-Choke point: ``_invoke_function_tool_with_metadata`` (the runner's call of
-``FunctionTool.on_invoke_tool`` with the ``ToolContext`` that carries ``tool_call_id``), patched
-where the runner imported it and in ``agents.tool`` (``invoke_function_tool``, realtime sessions).
-
-The SDK's own tracing is not OpenTelemetry (its spans go to its trace processors): there is no
-OpenTelemetry span of the SDK to annotate, so the package always makes its own. Hosted tools
-(web search, file search, code interpreter) run at the provider and are not executed here.
+Choke point: ``_invoke_function_tool_with_metadata`` (the runner's call of ``on_invoke_tool`` with
+the ``ToolContext`` that carries ``tool_call_id``). Hosted tools run at the provider, not here.
 """
 
 from __future__ import annotations
@@ -25,6 +20,7 @@ from otel_toolcalls._wiring.patches import Patches, Requires
 _log = logging.getLogger(__name__)
 
 _FUNCTION = "_invoke_function_tool_with_metadata"
+# Patched where the runner imported it and in agents.tool (invoke_function_tool, realtime sessions).
 _MODULES = ("agents.run_internal.tool_execution", "agents.tool")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
 REQUIRES = Requires(sdk="openai-agents", targets=tuple((module, _FUNCTION) for module in _MODULES))
@@ -32,6 +28,7 @@ _patches = Patches()
 
 
 def _invoke(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # Always the package's own span: the SDK's tracing goes to its trace processors, not OpenTelemetry.
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     context = kwargs.get("context")

@@ -1,19 +1,8 @@
 """Strands Agents: each tool call the agent loop runs.
 
-Strands makes its own ``execute_tool {name}`` span (``gen_ai.tool.call.id`` = ``toolUseId``) in the
-``ExecuteToolStage`` terminal, around ``_run_tool``. Two choke points in
-``strands.tools.executors._executor``: ``_start_tool_telemetry`` hands over the span Strands made
-for this call; ``_run_tool`` runs the tool with that span current. That span gets
-``toolcall.outcome`` and the link, never a second one. When Strands' tracer has no recording
-provider, the package makes the execution span itself. On earlier releases (``REQUIRES.earlier``)
-the same two are ``Tracer.start_tool_call_span`` (the span) and ``ToolExecutor._stream`` (run in it:
-the before/after-tool hooks and the tool); a refusal there is the result without the hooks running.
-
-A strict refusal is a Strands error result (``status: error``, the ``IncompleteToolCallError`` as
-its exception), the way Strands reports a tool that raised: raised instead, it would leave
-Strands' span ending OK. The model is told and the loop goes on; ``AfterToolCallEvent`` hooks see
-the exception. Direct calls (``agent.tool.x()``) get no span from Strands and none from the
-package: their ids are made up, not a model's call.
+Choke points: ``_start_tool_telemetry`` hands over the ``execute_tool {name}`` span Strands made for
+the call (``gen_ai.tool.call.id`` = ``toolUseId``); ``_run_tool`` runs the tool with it current. That
+span gets the outcome and the link; without a recording provider the package makes the span.
 """
 
 from __future__ import annotations
@@ -40,6 +29,7 @@ _log = logging.getLogger(__name__)
 
 _MODULE = "strands.tools.executors._executor"
 # The span Strands opens for a call, then the run of the tool: one without the other is no use.
+# Earlier: Tracer.start_tool_call_span (the span) and ToolExecutor._stream (the hooks and the tool).
 REQUIRES = Requires(
     sdk="strands-agents",
     targets=((_MODULE, "_start_tool_telemetry"), (_MODULE, "_run_tool")),
@@ -92,6 +82,10 @@ def _results_list(args: Any, kwargs: Any) -> Any:
 
 
 def _refusal(call_id: Any, refused: IncompleteToolCallError, results: list[Any] | None) -> Any:
+    """A strict refusal as a Strands error result (``status: error``, the refusal its exception),
+    the way Strands reports a tool that raised: raised instead, it would leave Strands' span ending
+    OK. The model is told, the loop goes on, ``AfterToolCallEvent`` hooks see the exception (before
+    1.62: the result, without the hooks running)."""
     try:
         from strands.types.events import ToolResultEvent
     except ImportError:  # before 1.62
@@ -148,7 +142,7 @@ def _runs(telemetry: Telemetry, runs: str, wrapped: Any, instance: Any, args: An
     tool_use = _TOOL_USE[runs](args, kwargs)
     call_id = tool_use.get("toolUseId")
     if opened is None or opened[0] != call_id or not is_instrumentation_enabled():
-        return wrapped(*args, **kwargs)  # a direct call: Strands opened no span for it
+        return wrapped(*args, **kwargs)  # a direct call (agent.tool.x()): no span, its id is made up
     _OPENED.set(None)
     span = opened[1]
     results = _results_list(args, kwargs) if runs == "ToolExecutor._stream" else None

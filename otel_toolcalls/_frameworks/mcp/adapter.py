@@ -1,20 +1,5 @@
 """MCP: an ``execute_tool`` span around the client's ``ClientSession.call_tool``, and one around
 the tool a server runs, with the outcome and link its request carries in ``params._meta``.
-
-Client. No call id crosses this API. The id comes from ``otel_toolcalls.tool_call_context(call_id)``,
-set by the caller around the call, or by the framework adapters around every tool they execute (a
-LangChain, pydantic-ai or openai-agents tool that calls an MCP server). Without an id, the span
-says ``toolcall.outcome = unknown`` and carries no link. Inside an execution span already open for
-this execution (a framework's, or the package's for the framework tool that calls MCP), the MCP
-call is part of that execution: no second span. The SDK's own ``MCP send tools/call`` CLIENT span
-(mcp 2.x) is the RPC, not the execution: it becomes a child of the execution span. mcp 2.x injects
-the global propagator into ``_meta`` itself; on releases that do not, the adapter does.
-
-Server. The ``tools/call`` handler runs in the context the global propagator extracts from
-``_meta`` (mcp 2.x parents its own span on that context but attaches the span alone, so the carried
-call would not reach the tool), as the carried call's execution: mcp 2.x's own span for the
-request (``gen_ai.operation.name = execute_tool``) gets the outcome and link; under mcp 1.x the
-package makes the span. Strict mode answers a carried aborted call with a tool error result.
 """
 
 from __future__ import annotations
@@ -65,6 +50,10 @@ def _injecting(wrapped: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """No call id crosses this API: it comes from ``tool_call_context(call_id)``, set by the caller
+    or by a framework adapter around the tool that calls MCP (without one: outcome ``unknown``, no
+    link). Inside an execution already open, the MCP call is part of it: no second span. mcp 2.x's
+    ``MCP send tools/call`` CLIENT span is the RPC, a child of the execution span."""
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     # Inside the execution (its span and call id current), so that what is injected is the call's.
@@ -81,6 +70,10 @@ async def _refuse_in_result(error: Any) -> Any:
 
 
 async def _tools_call_2(telemetry: Telemetry, handler: Any, ctx: Any, params: Any) -> Any:
+    """The handler, run in the context extracted from ``_meta`` as the carried call's execution
+    (mcp 2.x parents its own span on that context but attaches the span alone, so the carried call
+    would not reach the tool); its span (``execute_tool``) gets the outcome and link. Strict mode
+    answers a carried aborted call with a tool error result."""
     raw = getattr(ctx, "params", None)
     return await _mcp_meta.serve(
         telemetry,
@@ -105,6 +98,7 @@ def _get_request_handler(telemetry: Telemetry, wrapped: Any, instance: Any, args
 
 
 def _handle_request_1(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # mcp 1.x has no span of its own for the request: the package makes it.
     from mcp import types  # imported: its module is being patched
 
     # A model in mcp 1.x, the only major this path runs on (a union of results in 2.x).
