@@ -1,14 +1,7 @@
 """The anthropic SDK: Messages streams, stable and beta, on every client class.
 
-One set of patches for the SDK (``_providers.stainless``). Notes that shaped it:
-- The SDK runs ``__stream__`` lazily on a copy of the ``Stream`` the user holds; the state is keyed
-  on the HTTP response both share, so ``close()`` on the original still reaches it.
-- ``messages.stream()`` helpers (``MessageStream``) read the same ``Stream`` and close it through
-  ``Stream.close``: no helper close needs its own patch.
-- The SDK traces itself (one CLIENT span per API call, on by default). That span is the inference
-  span of the request: the package parents its tool-call spans to it and makes none of its own.
-- ``AnthropicBedrock`` / ``AnthropicVertex`` post to other paths, but the request is read before
-  the SDK rewrites its URL, so ``/v1/messages`` matches them too.
+One set of patches for the SDK (``_providers.stainless``); the translator is
+``_providers.formats.anthropic_messages``.
 """
 
 from __future__ import annotations
@@ -28,7 +21,8 @@ _log = logging.getLogger(__name__)
 
 def _is_messages(path: str) -> bool:
     # "/v1/messages" (the beta twin adds "?beta=true", which the route drops before matching);
-    # the rewritten Bedrock / Vertex paths, for streams built without a request the package saw.
+    # the rewritten Bedrock / Vertex paths, for streams built without a request the package saw
+    # (a request the package saw is read before the SDK rewrites its URL: /v1/messages matches).
     return path.endswith(("/v1/messages", "/invoke-with-response-stream", ":streamRawPredict"))
 
 
@@ -38,7 +32,9 @@ def _sdk_span(stream: Any) -> Any:
     The SDK wraps the response body in a stream that carries an observer holding the call's span
     (``anthropic._tracing.SpanEndingStream.stream_observer``, a ``FirstEnd`` around a
     ``StreamedMessage``). The span was current only inside the SDK's ``request``, not where the
-    stream is read, so it is found here rather than as the current span.
+    stream is read, so it is found here rather than as the current span. That span (on by
+    default) is the request's inference span: the tool-call spans are its children, and the
+    package makes no inference span of its own.
     """
     body = getattr(getattr(stream, "response", None), "stream", None)
     observer = getattr(body, "stream_observer", None)
@@ -75,6 +71,9 @@ def _provider_of(client: Any) -> str | None:
     return None
 
 
+# The SDK runs __stream__ lazily on a copy of the Stream the user holds: the state is keyed on the
+# HTTP response both share, so close() on the original reaches it. Helper streams (MessageStream)
+# read that Stream and close it through Stream.close: no helper close needs a patch of its own.
 SDK = StainlessSDK(
     module="anthropic",
     provider="anthropic",

@@ -1,19 +1,7 @@
 """The cohere SDK, v2 chat: ``ClientV2.chat_stream`` / ``AsyncClientV2.chat_stream``.
 
-``V2Client.chat_stream`` is a generator function around ``RawV2Client.chat_stream`` (a context
-manager yielding an ``HttpResponse`` whose ``data`` is the event iterator; the SDK itself logs and
-skips events it cannot parse). The user gets a bare generator, whose ``close()`` nothing could
-observe, so the package hands back a generator of its own relaying the SDK's (an async-generator
-proxy for the async client) that sees ``close()`` / ``aclose()`` and is in every other way what the
-SDK returned (``_providers.returned``). The ``Request`` begins there and is published
-(``_core.request.CURRENT``) for each step of the SDK's generator, inside which the raw client makes
-the request: its context manager is handed on as a wrapt proxy, and the response it yields as one
-whose ``data`` is the finalize-once wrapper. Each proxy keeps the request in a ``_self_`` attribute;
-the SDK's objects are not touched. An HTTP error status raises in the raw context manager's
-``__enter__``.
-
-Blocks have their own completion event (``tool-call-end``); ``message-end``'s ``finish_reason``
-settles the last one (``MAX_TOKENS`` truncates it, ``ERROR`` / ``TIMEOUT`` are stream errors).
+The translator (one function per event type) and the wiring: the raw client's context manager,
+where the request is made, and the public generator, whose ``close()`` the package must see.
 """
 
 from __future__ import annotations
@@ -93,6 +81,7 @@ def _content_start(state: Sink, event: Any) -> None:
 
 def _message_end(state: Sink, event: Any) -> None:
     # {"type":"message-end","delta":{"finish_reason":"TOOL_CALL","usage":{...}}}
+    # Settles the last block (MAX_TOKENS truncates it; ERROR / TIMEOUT are stream errors).
     delta = event.delta
     state.settle(delta.finish_reason if delta is not None else None)
     state.usage = usage.cohere(getattr(delta, "usage", None))
@@ -147,7 +136,9 @@ def _left(request: Request, exc: BaseException | None) -> None:
 
 
 class _RawStream(wrapt.ObjectProxy):
-    """``RawV2Client.chat_stream(...)``'s context manager; what it yields is ``_attached``."""
+    """``RawV2Client.chat_stream(...)``'s context manager; what it yields is ``_attached`` (an
+    ``HttpResponse`` whose ``data`` is the event iterator). An HTTP error status raises in
+    ``__enter__``. The request lives in a ``_self_`` attribute: the SDK's objects are not touched."""
 
     def __init__(self, wrapped: Any, request: Request) -> None:
         super().__init__(wrapped)
@@ -219,6 +210,7 @@ def instrument(telemetry: Telemetry) -> bool:
             return stream
         try:
             request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
+            # A bare generator around the raw client: the one handed back relays it and sees close().
             # The SDK's generator makes the request at its first step: published for each step.
             published = request.entered()
             return hand_back(stream, on_close=request.closed, scope=published, publish=(CURRENT, request))

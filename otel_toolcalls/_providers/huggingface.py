@@ -1,19 +1,6 @@
 """huggingface_hub's ``InferenceClient.chat_completion(..., stream=True)`` and the async twin
 (also reached as ``client.chat.completions.create``): OpenAI-shaped SSE chunks from TGI, vLLM and
 the Inference Providers router, translated by the chat translator.
-
-Choke points: ``chat_completion`` (the request and its stream: the HTTP request is sent, and an
-error status raised, inside it; the client then hands back a bare generator of parsed chunks) and
-``_inner_post``, where the URL the provider helper built is known (``server.address``), read
-through the request in flight. The client breaks on ``data: [DONE]`` and raises on an in-stream
-``{"error": ...}`` payload (``huggingface_hub.errors.GenerationError`` and siblings, by
-``error_type``): both reach the finalize-once wrapper as the end of the stream, or its failure.
-
-Provider name: the GenAI conventions have no well-known value for Hugging Face (their registry
-left it out on purpose: it hosts and routes rather than makes models). Where the client's
-``provider`` is one of the well-known values (``groq``, ``cohere``, ``openai``) that name is used,
-as the conventions require; otherwise the custom value ``huggingface``, as opentelemetry-python-
-contrib's smolagents instrumentation names Hugging Face's own runtimes.
 """
 
 from __future__ import annotations
@@ -35,14 +22,19 @@ from .servers import server_of
 
 _log = logging.getLogger(__name__)
 
+# The conventions have no well-known value for Hugging Face (it hosts and routes rather than makes
+# models): the custom value, as contrib's smolagents instrumentation names its runtimes.
 PROVIDER = "huggingface"
-# The client's `provider` values that are the conventions' well-known names; the others (the
-# router's "auto", "hf-inference", together, fireworks-ai, ...) are Hugging Face's routing.
+# The client's `provider` values that are the conventions' well-known names (used, as the
+# conventions require); the others (the router's "auto", "hf-inference", together, fireworks-ai,
+# ...) are Hugging Face's routing.
 WELL_KNOWN = {"groq": "groq", "cohere": "cohere", "openai": "openai"}
 _URL = ("http://", "https://")
 _SYNC = "huggingface_hub.inference._client"
 _ASYNC = "huggingface_hub.inference._generated._async_client"
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+# What the adapter needs of the SDK (the instrumentor waits for and checks it). chat_completion:
+# the HTTP request is sent (an error status raised) inside it, then a bare generator of parsed
+# chunks handed back; _inner_post: where the URL the provider helper built is known.
 REQUIRES = Requires(
     sdk="huggingface_hub",
     targets=(
@@ -108,6 +100,8 @@ def _new_request(telemetry: Telemetry, instance: Any, kwargs: Any) -> Request | 
 
 
 def _hand_back(request: Request, stream: Any) -> Any:
+    # The client breaks on `data: [DONE]` and raises on an in-stream {"error": ...} payload
+    # (GenerationError and siblings): both reach the finalize-once wrapper as the stream's end.
     try:
         traced = request.attach(stream, process_chunk)
         state = request.stream()

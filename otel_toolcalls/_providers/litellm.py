@@ -1,15 +1,6 @@
 """LiteLLM: ``litellm.completion(stream=True)`` / ``acompletion`` return a ``CustomStreamWrapper``
-yielding OpenAI-shaped chunks, whatever the provider behind it.
-
-One request, one set of tool-call spans. When LiteLLM routes through a provider SDK that has its
-own adapter (``openai/...`` and ``azure/...`` through the openai SDK), that adapter already
-traces the stream, and binds its state to the SDK stream's HTTP response: a wrapper whose
-``completion_stream`` is such a stream is left alone. Every other stream (providers LiteLLM
-calls over its own HTTP handlers: ``hosted_vllm``, ``anthropic``, ``bedrock``, ``ollama_chat``...)
-is traced here, from the chunks the wrapper yields, with the provider LiteLLM routed to.
-
-The wrapper is a class with ``__next__`` / ``__anext__``, not a generator: both are patched on the
-class, and for a traced stream they pull through the package's finalize-once generator.
+yielding OpenAI-shaped chunks, whatever the provider behind it: traced here, with the provider
+LiteLLM routed to, unless a provider SDK's own adapter already traces it.
 """
 
 from __future__ import annotations
@@ -89,6 +80,9 @@ class _Traced:
 
 
 def _sdk_state(completion_stream: Any) -> StreamState | None:
+    # One request, one set of tool-call spans: routed through a provider SDK with its own adapter
+    # (openai/..., azure/...), the stream is that adapter's; only LiteLLM's own HTTP handlers'
+    # streams (hosted_vllm, anthropic, bedrock, ollama_chat...) are traced here.
     # Stainless streams (openai, groq, anthropic) carry `response`, mistral's too; each adapter
     # binds its state to that object when it traces the stream.
     keys = (getattr(completion_stream, name, None) for name in ("response", "_response"))
@@ -193,6 +187,8 @@ def instrument(telemetry: Telemetry) -> bool:
             traced.state.closed()
         return wrapped(*args, **kwargs)
 
+    # The wrapper is a class with __next__ / __anext__, not a generator: patched on the class, and
+    # for a traced stream they pull through the package's finalize-once generator.
     for attr, wrapper in (
         ("CustomStreamWrapper.__init__", init),
         ("CustomStreamWrapper.__next__", next_chunk),

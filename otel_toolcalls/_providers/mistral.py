@@ -1,13 +1,8 @@
 """The mistralai SDK: ``chat.stream()`` / ``chat.stream_async()``.
 
-Both return an ``EventStream`` / ``EventStreamAsync`` that pulls from one generator it builds at
-construction; the user gets a stand-in for it (``_Events`` / ``_AsyncEvents``) that pulls from
-the package's finalize-once wrapper around that generator, the SDK's object left as it was (the
-stand-in's ``generator`` is that wrapper too, so iterating it directly is seen); the
-SDK's ``close`` is hooked (a ``with`` exit goes through it too). The chunks are
-OpenAI-Chat-shaped (``CompletionEvent.data`` is a ``CompletionChunk``), with two differences the
-translator below absorbs: the call id defaults to the string ``"null"``, and name and id may be
-repeated on every delta of a call.
+The user gets a stand-in for the SDK's ``EventStream`` / ``EventStreamAsync`` that reads the
+package's finalize-once wrapper of the SDK's generator, the SDK's object left as it was. The chunks
+are OpenAI-Chat-shaped, read by the chat translator (which absorbs Mistral's ``"null"`` ids).
 """
 
 from __future__ import annotations
@@ -184,6 +179,7 @@ def instrument(telemetry: Telemetry) -> bool:
 
     _patches.wrap(_CHAT, "Chat.stream", stream)
     _patches.wrap(_CHAT, "Chat.stream_async", stream_async)
+    # The SDK's close, which the stand-in's close and a ``with`` exit reach too: the close is seen.
     _patches.wrap(_EVENTS, "EventStream.close", close)
     _patches.wrap(_EVENTS, "EventStreamAsync.close", close)
     return True

@@ -1,21 +1,8 @@
 """The ollama client's native API: ``Client.chat(..., stream=True)`` and ``AsyncClient.chat``.
 
-Choke point: ``Client._request`` / ``AsyncClient._request``, which every streamed request goes
-through and which builds the chunk generator (the request is sent at its first step). Not
-``chat`` itself: ``ollama.chat`` is a method of a default client bound when ``ollama`` is first
-imported, so a class patch of ``chat`` made after that import would never be called through it;
-``Client._request`` is looked up at every call. Only ``/api/chat`` streams are traced (``generate``
-carries no tool calls). Ollama's OpenAI-compatible endpoint (``/v1``) is reached through the
-openai SDK and traced by its adapter: this client never calls it.
-
-The client hands the user a bare generator (an async generator for ``AsyncClient``): the package
-hands back one of the same kind that sees ``close()`` / ``aclose()`` (``_providers.returned``).
-
 Tool calls arrive whole, arguments parsed, in ``message.tool_calls``: each is a block that starts
-and completes at the chunk carrying it (TELEMETRY section 6, "Whole calls"): no fragments, no
-size, and a later ``done_reason`` (``length``) does not cut it. The client keeps no call id (its
-``ToolCall`` model has only ``function``; newer servers' ``id`` is dropped by it), so the spans have
-none (section 6, "No id"); an id the client would keep is read.
+and completes at its chunk (TELEMETRY section 6, "Whole calls"). Ollama's OpenAI-compatible ``/v1``
+endpoint is reached through the openai SDK and traced by its adapter.
 """
 
 from __future__ import annotations
@@ -40,7 +27,9 @@ _log = logging.getLogger(__name__)
 PROVIDER = "ollama"
 _CLIENT = "ollama._client"
 _CHAT_PATH = "/api/chat"
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+# What the adapter needs of the SDK (the instrumentor waits for and checks it). _request, not chat:
+# ollama.chat is a method of a default client bound at import, which a class patch of chat made
+# later never reaches; _request is looked up at every call, and builds the chunk generator.
 REQUIRES = Requires(
     sdk="ollama",
     targets=((_CLIENT, "Client._request"), (_CLIENT, "AsyncClient._request")),
@@ -75,7 +64,8 @@ def _whole_call(state: Sink, call: Any) -> None:
     if not name:
         _log.debug("ollama tool call without a name; not counted")
         return
-    # Calls have no index in the client's model: they are numbered in order of arrival.
+    # Calls have no index in the client's model: they are numbered in order of arrival. Nor an id
+    # (its ToolCall drops a newer server's): no id (section 6, "No id"), unless the client keeps one.
     key = state.tool_calls
     call_id = getattr(call, "id", None)
     state.block_started(
@@ -88,7 +78,7 @@ def _whole_call(state: Sink, call: Any) -> None:
 
 
 def _new_request(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) -> Request | None:
-    # _request(ChatResponse, "POST", "/api/chat", json={...}, stream=True)
+    # _request(ChatResponse, "POST", "/api/chat", json={...}, stream=True); generate has no tool calls.
     if not kwargs.get("stream") or len(args) < 3 or args[2] != _CHAT_PATH:
         return None
     if not is_instrumentation_enabled():
@@ -99,6 +89,7 @@ def _new_request(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) ->
 
 
 def _traced(request: Request, stream: Any) -> Any:
+    # A bare generator from the client: one of the same kind, that sees close(), is handed back.
     traced = request.attach(stream, process_chunk)
     state = request.stream()
     returned = hand_back(traced, on_close=state.closed)
