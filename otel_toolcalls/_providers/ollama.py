@@ -71,7 +71,7 @@ def _whole_call(state: Sink, call: Any) -> None:
     state.block_started(
         key, name=name, call_id=call_id if isinstance(call_id, str) else None, index=key, whole=True
     )
-    state.block_completed(key)
+    state.block_completed(key)  # whole: a later done_reason ("length") does not cut it
 
 
 # -- wiring ------------------------------------------------------------------------------------------

@@ -1,14 +1,8 @@
 """What the package hands back where an SDK returns a bare generator: an object of the same kind.
 
-cohere's ``chat_stream`` and google-genai's ``generate_content_stream`` / ``send_message_stream``
-return a generator whose ``close()`` the package must see (TELEMETRY.md section 6, "Closed or
-abandoned"); nothing else about the returned object may change: not what ``isinstance`` against
-``collections.abc``, ``hasattr`` of a dunder or ``inspect`` say of it. A wrapt ``ObjectProxy``
-changes them (it defines ``__enter__``, ``__len__``, ``__aenter__``... whatever the wrapped has,
-and ``hasattr`` and the ABCs look at the proxy's class), so frameworks that pick sync or async
-iteration by ``isinstance`` (Starlette's ``StreamingResponse``) would take a sync stream for an async one.
-So a generator is relayed by a generator (``relay``), an async generator stood for by a proxy
-(``AsyncGeneratorProxy``).
+The package must see its ``close()`` (TELEMETRY.md section 6, "Closed or abandoned"), and nothing
+else about it may change: a generator is relayed by a generator (``relay``), an async generator
+stood for by a proxy (``AsyncGeneratorProxy``).
 """
 
 from __future__ import annotations
@@ -175,7 +169,11 @@ def hand_back(
     publish: tuple[contextvars.ContextVar[Any], Any] | None = None,
 ) -> Any:
     """``returned`` as the user gets it: relayed if a generator, proxied if an async generator, and
-    as is if anything else (its close then goes unseen: ``abandoned``)."""
+    as is if anything else (its close then goes unseen: ``abandoned``).
+
+    Never a wrapt ``ObjectProxy``: it defines every dunder the wrapped has, and ``hasattr`` and the
+    ``collections.abc`` checks look at the proxy's class, so frameworks that pick sync or async
+    iteration by ``isinstance`` (Starlette's ``StreamingResponse``) would misread the stream."""
     kind = type(returned)
     if kind is types.GeneratorType:
         return relay(returned, on_close=on_close, scope=scope)

@@ -1,19 +1,5 @@
 """Patches shared by the SDKs generated with Stainless (openai, groq, anthropic): same client base,
-same ``_streaming.Stream`` / ``AsyncStream`` design, different chunk shapes.
-
-Choke points, and why:
-- ``Stream.__stream__`` / ``AsyncStream.__stream__``: every way to get a stream builds one (``create``,
-  ``with_raw_response...parse()``, ``client.post(..., stream_cls=...)`` as LiteLLM does, helper
-  streams), and every way to read one (``for``, ``next()``, helpers) goes through it.
-- ``SyncAPIClient.request`` / ``AsyncAPIClient.request``: the moment the request is made and the
-  context it is made in; the stream may be built later (raw responses) or lazily (anthropic).
-- ``close`` of each stream class and helper stream: ``closed`` needs a close the package saw.
-- ``Stream.__init__`` / ``AsyncStream.__init__``: where a peer (Logfire) replaced the client's
-  ``request`` with one that calls the SDK's unpatched method, the stream is built inside the
-  peer's inference span, which ends before the stream is read: the request is taken from there.
-- Someone else's inference span suppressing instrumentation for the SDK's call (Logfire's
-  ``suppress_other_instrumentation``) does not keep the tool-call spans out from under it: the
-  package adds no span the peer made (no inference span, no HTTP span), only its children.
+same ``_streaming.Stream`` / ``AsyncStream`` design, different chunk shapes (one ``Route`` each).
 """
 
 from __future__ import annotations
@@ -91,6 +77,12 @@ class StainlessSDK:
         return (*own, *((module, attr) for module, attr, _ in self.helper_closes))
 
     def instrument(self, telemetry: Telemetry) -> bool:
+        """The choke points. ``__stream__``: every way to get a stream builds one (``create``,
+        ``with_raw_response...parse()``, ``client.post(..., stream_cls=...)`` as LiteLLM does,
+        helpers) and every way to read one goes through it. ``request``: the moment and context the
+        request is made in; the stream may be built later (raw responses) or lazily (anthropic).
+        ``close`` of each stream and helper: ``closed`` needs a close the package saw.
+        ``__init__``: where a peer made the request (``_built``)."""
         try:
             __import__(f"{self.module}._streaming")
             __import__(f"{self.module}._base_client")
@@ -172,7 +164,11 @@ class StainlessSDK:
         inference span (or a suppressed stand-in sharing its context), the request is the one made
         here (the span and its context end before the stream is read, where the package sees the
         stream next), from the span's start. What it reads are the stream's keyword-only
-        arguments (``response``, ``client``, ``options``), never the stream's private state."""
+        arguments (``response``, ``client``, ``options``), never the stream's private state.
+
+        Logfire, say, replaces the client's ``request`` with one calling the SDK's unpatched method,
+        and may suppress other instrumentation for the SDK's call: the tool-call spans still go under
+        its span, and the package adds none the peer made (no inference span, no HTTP span)."""
         response = kwargs.get("response")
         if current() is not None or response is None or stashed(response):
             return
