@@ -1,23 +1,8 @@
 """Translator for Bedrock InvokeModelWithResponseStream chunks -> the model family's own translator.
 
-botocore parses each frame to ``{"chunk": {"bytes": b'...'}}`` and leaves ``bytes`` as the model
-family's JSON, unparsed. That envelope is decoded here, once per chunk (the one parse the package
-makes: the argument fragments inside it stay the strings they are, never parsed or joined), and
-read by the family's translator:
-
-- Anthropic Claude: the Messages stream events (``{"type": "content_block_delta", ...}``), read by
-  the Anthropic translator through an attribute view of the decoded dict.
-- Amazon Nova: the Converse events (``{"contentBlockDelta": {...}}``: AWS documents Nova's Invoke
-  API as consistent with Converse), read by the ConverseStream translator as they are.
-- OpenAI's open-weight models (``openai.gpt-oss-*``): Chat Completions chunks
-  (``{"object": "chat.completion.chunk", "choices": [...]}``: AWS documents their bodies as
-  OpenAI's), read by the Chat Completions translator through the same attribute view.
-- Other families (Llama, Mistral, Titan, Cohere...) stream no tool-call blocks the package reads;
-  their last chunk carries ``amazon-bedrock-invocationMetrics``, which Bedrock adds to every
-  family's last chunk: the stream reached its end.
-
-The family is told by the chunk itself (a ``type`` key is Anthropic's, a ``choices`` key OpenAI's),
-not by ``modelId``: an inference-profile ARN does not name its model.
+botocore parses each frame to ``{"chunk": {"bytes": b'...'}}`` and leaves ``bytes`` as the family's
+JSON: decoded here, once per chunk (the one parse the package makes: argument fragments stay the
+strings they are), and read by the Anthropic, Converse (Nova) or Chat Completions translator.
 """
 
 from __future__ import annotations
@@ -66,6 +51,8 @@ def process_event(state: Sink, event: Any) -> None:
     payload = json.loads(raw)
     if not isinstance(payload, dict):
         return
+    # The family is told by the chunk itself, not by modelId (an inference-profile ARN does not name
+    # its model): a "type" key is Anthropic Claude's Messages event.
     kind = payload.get("type")
     if kind == "content_block_delta":
         # The hot path read on the dict itself, as the Anthropic translator reads its event (no
@@ -79,8 +66,12 @@ def process_event(state: Sink, event: Any) -> None:
     elif "choices" in payload:
         # {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[...]},
         #  "finish_reason":null}]}: a choice's finish reason completes its calls, as on OpenAI.
+        # OpenAI's open-weight models (openai.gpt-oss-*): AWS documents their bodies as OpenAI's.
         chat_completions.process_chunk(state, View(payload))
     elif not _CONVERSE.isdisjoint(payload):
+        # {"contentBlockDelta":{...}}: Amazon Nova, whose Invoke API AWS documents as Converse's.
         converse.process_event(state, payload)
     elif _METRICS in payload:
+        # Bedrock adds it to every family's last chunk: the end, also for families (Llama, Mistral,
+        # Titan, Cohere...) that stream no tool-call blocks the package reads.
         state.final_event()

@@ -1,15 +1,7 @@
 """What boto3 and aiobotocore hand back for a Bedrock stream, traced: a proxy of the SDK's event stream.
 
 ``converse_stream()`` returns ``{"stream": EventStream}``, ``invoke_model_with_response_stream()``
-``{"body": EventStream}`` (aiobotocore: ``AioEventStream``). The stream holds one raw message
-generator; its ``__iter__`` (aiobotocore: ``__anext__``) is a generator function, so every loop gets
-a new generator over that one raw generator, and a ``break`` ends only that loop while a second loop
-reads on. So the stream's end is read from the raw generator (exhausted, raising, collected),
-never from a loop's end: the proxy hands that generator once to the request's finalize-once wrapper
-and each loop reads through it.
-
-SDK private names read (never replaced): ``_event_generator`` (the raw messages), ``_parse_event``
-(botocore's parse of one message; an exception frame raises ``EventStreamError`` there).
+``{"body": EventStream}`` (aiobotocore: ``AioEventStream``); ``hand_back`` puts the proxy there.
 """
 
 from __future__ import annotations
@@ -102,8 +94,11 @@ class Proxy(Transparent):
     def __init__(self, request: Request, stream: Any, process: Process) -> None:
         object.__setattr__(self, "_self_wrapped", stream)
         object.__setattr__(self, "_self_process", process)
-        # The raw messages, through the finalize-once wrapper: the stream's end. Its process step
-        # only times the stream; an event is read once botocore has parsed it, in _translate.
+        # The raw messages, through the finalize-once wrapper: the stream's end. Every loop over the
+        # SDK's stream is a new generator over this one raw generator (a break ends only that
+        # loop), so the end is read here (exhausted, raising, collected), never from a loop's end.
+        # Its process step only times the stream; an event is read once botocore has parsed it,
+        # in _translate. SDK private names read, never replaced: _event_generator, _parse_event.
         events = request.attach(stream._event_generator, _timed, owner=self)
         object.__setattr__(self, "_self_events", events)
         object.__setattr__(self, "_self_state", request.state)
