@@ -1,15 +1,5 @@
 """google-genai (Gemini Developer API and Vertex AI): ``generate_content_stream``, chats'
-``send_message_stream``, sync and async, and the tools the SDK runs itself.
-
-Choke points, and why:
-- ``Models._generate_content_stream`` / ``AsyncModels._generate_content_stream``: one call per HTTP
-  request (each automatic-function-calling round and each continuation hop is its own request):
-  one ``StreamState`` each, its chunks translated by ``_providers.gemini.chunks``.
-- ``generate_content_stream`` and chats' ``send_message_stream``: they hand the user a bare
-  generator, so the package hands back one of its own that sees ``close()`` and is in every other
-  way what the SDK returned (``_providers.gemini.streams``, ``_providers.returned``).
-- ``_extra_utils.get_function_response_parts`` and ``invoke_function_from_dict_args`` (and their
-  async twins): where the SDK runs the user's Python tools (``_providers.gemini.afc``).
+``send_message_stream``, sync and async, and the tools the SDK runs itself (``afc``).
 """
 
 from __future__ import annotations
@@ -37,6 +27,9 @@ OPERATION = "generate_content"
 
 _MODELS, _CHATS, _EXTRA = "google.genai.models", "google.genai.chats", "google.genai._extra_utils"
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
+# _generate_content_stream: one call per HTTP request (each automatic-function-calling round and
+# continuation hop its own), one StreamState each. The public generators: bare, so the package
+# hands back its own that sees close() (streams). _extra_utils: where the SDK runs Python tools.
 REQUIRES = Requires(
     sdk="google-genai",
     targets=(

@@ -1,14 +1,8 @@
 """Execution spans around the tools google-genai runs itself (automatic function calling).
 
-The SDK turns a chunk's ``function_call`` parts into results in ``get_function_response_parts``
-(and its async twin), calling each Python function through ``invoke_function_from_dict_args``
-(or ``..._async``). The first learns which calls of the chunk will run, in order; the second runs
-one of them inside ``execute_tool``, which links it to its tool-call span when that call completed
-and, in strict mode, refuses an aborted one: the ``IncompleteToolCallError`` then reaches the SDK,
-which answers the model with an error result instead of running the tool.
-
-The link needs ``function_call.id``; a part without one runs under a span with outcome
-``unknown`` (TELEMETRY.md section 6, "No id"): matching by name alone could link the wrong call.
+``get_function_response_parts`` (and its async twin) learns which calls of the chunk will run, in
+order; ``invoke_function_from_dict_args`` (or ``..._async``) runs one of them inside
+``execute_tool``: linked when that call completed, refused in strict mode when it was aborted.
 """
 
 from __future__ import annotations
@@ -38,6 +32,8 @@ def _queue(response: Any, function_map: Any, *, needs_args: bool) -> _Queue:
         call = part.function_call
         if call is None or call.name is None or (needs_args and call.args is None):
             continue
+        # No function_call.id: outcome unknown (TELEMETRY.md section 6, "No id"), as matching by
+        # name alone could link the wrong call.
         queue.append((call.id or None, call.name, function_map.get(call.name)))
     return queue
 
@@ -68,6 +64,8 @@ async def async_responses_wrapper(wrapped: Any, instance: Any, args: Any, kwargs
 
 
 def invoke_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    # A strict refusal (IncompleteToolCallError) reaches the SDK, which answers the model with an
+    # error result instead of running the tool.
     call_id, name = _call_of(args, kwargs)
     with execute_tool(call_id, name=name):
         return wrapped(*args, **kwargs)

@@ -1,15 +1,6 @@
 """What is handed back in place of google-genai's bare generators (``_providers.returned``), and
-their sessions.
-
-``generate_content_stream`` (and chats' ``send_message_stream``) return a plain generator that may
-make several requests in turn (automatic function calling rounds, continuation hops). Each request
-is a ``StreamState`` made where the SDK sends it (``_generate_content_stream``); what is handed back only
-learns of them through its session, so that a ``close()`` it sees ends them as ``closed`` and its
-collection ends them as ``abandoned`` (TELEMETRY.md section 6, "Closed or abandoned").
-
-A request is made while the returned generator is being advanced: the sync one publishes its
-session in a thread-local for the length of each step (no allocation per chunk), the async one in
-a context variable (another task may run while it awaits).
+their sessions: the requests each has made, so that its ``close()`` ends them ``closed`` and its
+collection ``abandoned`` (TELEMETRY.md section 6, "Closed or abandoned").
 """
 
 from __future__ import annotations
@@ -28,7 +19,8 @@ _log = logging.getLogger(__name__)
 
 
 class Session:
-    """The requests one returned generator has made.
+    """The requests one returned generator has made (several: automatic function calling rounds,
+    continuation hops), each a ``StreamState`` made where the SDK sends it.
 
     ``parent``: the session being advanced when this generator was made (a chat's generator makes
     the models' one): the parent learns of the requests too, so closing the chat's generator closes them.
@@ -60,6 +52,9 @@ class _Local(threading.local):
     session: Session | None = None
 
 
+# A request is made while the returned generator is advanced: the sync one publishes its session
+# in a thread-local for each step (no allocation per chunk), the async one in a context variable
+# (another task may run while it awaits).
 _SYNC = _Local()
 _ASYNC: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
     "otel_toolcalls_gemini_session", default=None
