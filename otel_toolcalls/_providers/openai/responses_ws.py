@@ -1,13 +1,8 @@
 """The openai SDK's Responses API over WebSocket: ``client.responses.connect()``, sync and async.
 
 The events are the Responses stream events, read by the same translator as the SSE streams
-(``_providers.formats.responses``). One connection carries many responses, each on a lane: a lane's
-responses run one at a time, in the order their ``response.create`` was sent, and every event of a
-response echoes its lane's ``stream_id`` (None: the default lane). So the response open on an
-event's lane is the one it belongs to: each ``response.created`` opens a stream (its own inference
-span), its final event (``response.completed`` / ``incomplete`` / ``failed``, or an ``error`` while
-it is open) ends it. The model is the one the client's ``response.create`` on that lane asked for,
-seen at ``send``. The patches and the connection's session: ``_providers.openai.ws_connection``.
+(``_providers.formats.responses``); each response is a stream of its own (its own inference span).
+The patches and the connection's session: ``_providers.openai.ws_connection``.
 """
 
 from __future__ import annotations
@@ -64,6 +59,11 @@ def on_send(session: Session, event: Any) -> None:
 
 
 def process_event(session: Session, event: Any, connection: object) -> None:
+    """One connection carries many responses, each on a lane: a lane's responses run one at a time,
+    in the order their ``response.create`` was sent, and every event echoes its lane's
+    ``stream_id`` (None: the default lane). So an event belongs to the response open on its lane:
+    ``response.created`` opens it (with the model that lane's create asked for), its final event
+    (``response.completed`` / ``incomplete`` / ``failed``, or an ``error``) ends it."""
     lane = getattr(event, "stream_id", None)
     if event.type == "response.created":
         asked = session.asked.get(lane)

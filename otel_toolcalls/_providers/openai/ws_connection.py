@@ -1,16 +1,5 @@
 """What the openai SDK's WebSocket connections share (Realtime, and the Responses API's transport):
 one ``Session`` per connection, holding its open responses, and the wrappers that feed it.
-
-Choke points, and why:
-- the resource's ``connect``: the model asked for (Realtime) and the client (its server); kept
-  for the manager it returns. The manager's ``__enter__`` / ``enter`` (``__aenter__``) hands them
-  to the connection it opens. Nothing is stored on SDK objects: both are kept weakly (``_core.request.keep``).
-- the connection's ``recv``: every way to read parsed events (``for event in connection``,
-  ``dispatch_events``, ``recv()``) goes through it; what it raises is the socket's end.
-- the connection's ``close``: the user's close, and the manager's exit.
-- the connection's ``send`` (``Wiring.on_send``): what the client asks for (the Responses model).
-Events read unparsed (``recv_bytes`` called by the user, not by ``recv``) are not seen: the
-package would have to parse them; it says so once, at WARNING.
 """
 
 from __future__ import annotations
@@ -86,7 +75,14 @@ Process = Callable[[Session, Any, object], None]
 
 @dataclass
 class Wiring:
-    """One adapter's event processor and its wrappers, bound to the telemetry in force."""
+    """One adapter's event processor and its wrappers, bound to the telemetry in force.
+
+    The choke points: the resource's ``connect`` (the model asked for, the client's server), kept
+    weakly for the manager it returns, whose ``__enter__`` / ``enter`` / ``__aenter__`` hands them to
+    the connection it opens (nothing stored on SDK objects); the connection's ``recv``, which every
+    way to read parsed events goes through (what it raises is the socket's end); its ``close`` (the
+    user's, and the manager's exit); its ``send`` (what the client asks for). Events read unparsed
+    (``recv_bytes`` by the user) would have to be parsed: not traced, said once at WARNING."""
 
     process: Process
     on_send: Callable[[Session, Any], None] | None = None
