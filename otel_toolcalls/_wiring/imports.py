@@ -1,15 +1,5 @@
-"""Waiting for an SDK: run a callback once the application has imported a module an adapter patches.
-
-Why not wrapt's post-import hooks on the SDK's top package: wrapt chains the loader its finder is
-given, and a namespace package (mistralai 3.x has no ``__init__.py``) is found without one (the
-import system makes its ``NamespaceLoader`` later, in ``module_from_spec``), so a hook on
-``mistralai`` never fires. The modules that define what an adapter patches always have a real
-loader (a class lives in a module), so the wait is for those, whatever the package layout.
-
-A patched module finishing is not yet a safe moment: ``openai._streaming`` finishes while
-``openai/__init__.py`` is still running, and the adapter goes on to import (and patch) more of the
-SDK, which may import a module still half-run. So the callback also waits until no module of the
-same top-level package is executing: the application's import of the SDK has finished.
+"""Waiting for an SDK: run a callback once the application has imported a module an adapter patches,
+and the import of its package has finished.
 """
 
 from __future__ import annotations
@@ -50,7 +40,9 @@ class Wait:
         self.families = frozenset(_family(m) for m in modules)
 
     def ready(self) -> bool:
-        # Caller holds process.LOCKS.imports.
+        # Caller holds process.LOCKS.imports. A patched module finishing is not yet safe:
+        # openai._streaming finishes while openai/__init__.py still runs, and the adapter imports
+        # more of the SDK, maybe a module still half-run. So no module of the family may be running.
         if any(_family(name) in self.families for name in _running):
             return False
         return any(m in sys.modules for m in self.modules)
@@ -110,7 +102,12 @@ def _run_ready() -> None:
 
 class _Finder(importlib.abc.MetaPathFinder):
     """Finds nothing itself: for a module of a watched family, returns the spec the other finders
-    give, with a loader that reports when the module's code starts and ends."""
+    give, with a loader that reports when the module's code starts and ends.
+
+    Not wrapt's post-import hooks on the SDK's top package: wrapt chains the loader its finder is
+    given, and a namespace package (mistralai 3.x has no ``__init__.py``) is found without one, so
+    a hook on ``mistralai`` never fires. The modules that define what an adapter patches always
+    have a real loader (a class lives in a module): the wait is for those."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if _family(fullname) not in _families:

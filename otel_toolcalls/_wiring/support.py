@@ -1,18 +1,17 @@
 """The versions each supported distribution was tested at: (oldest, newest) actually run.
 
-The oldest is the floor pyproject.toml declares, run by the version lane (tests/versions/run.py,
-``make versions``); the newest is what the main suite ran on when this table was last written.
-The agent frameworks that run in venvs of their own (``make frameworks``) are tested at the versions
-their lanes pin (tests/frameworks/requirements*.txt): the newest, the last release of the previous
-tool-execution design where the adapter hooks another choke point (``Requires.earlier``), and the
-oldest, which covers at least the releases of the last twelve months, or since
-the framework's tool-execution design the adapter can hook began, where that is later.
 ``otel-toolcalls doctor`` reads it to say whether an installed SDK is in the tested range;
-tests/test_support.py keeps the oldest equal to the floors.
+tests/test_support.py keeps the oldest equal to the floors pyproject.toml declares.
 """
 
 from __future__ import annotations
 
+# The oldest: the floor, run by the version lane (tests/versions/run.py, ``make versions``); the
+# newest: what the main suite ran on when this table was last written. The frameworks in venvs of
+# their own (``make frameworks``) are tested at their lanes' pins (tests/frameworks/requirements*.txt):
+# the newest, the last release of the previous tool-execution design where the adapter hooks another
+# choke point (``Requires.earlier``), and the oldest, covering at least the last twelve months'
+# releases, or since the tool-execution design the adapter can hook began, where that is later.
 TESTED: dict[str, tuple[str, str]] = {
     "openai": ("1.40.0", "3.57.0"),
     "anthropic": ("0.43.0", "2.14.0"),
