@@ -1,9 +1,8 @@
 """``otel-toolcalls doctor [--json]``: what this environment's SDKs and settings will show.
 
 Per adapter: the installed SDK against the tested range, its targets, whether it applies; then the
-effective settings, the global providers, where OTLP would export. Unlike ``instrument()``, it
-imports every installed SDK. Run it as the service runs (``opentelemetry-instrument otel-toolcalls
-doctor``); exit status 1 when an installed SDK would go unseen.
+effective settings, the global providers, where OTLP would export. Exit status 1 when an installed
+SDK would go unseen. Run it as the service runs (``opentelemetry-instrument otel-toolcalls doctor``).
 """
 
 from __future__ import annotations
@@ -74,6 +73,7 @@ def _range(sdk: str, version: str | None, adapter: str | None = None) -> tuple[b
 
 
 def _import_errors(modules: tuple[str, ...]) -> list[str]:
+    # Unlike instrument(), which waits for the application's imports, doctor imports every SDK.
     errors = []
     for module in modules:
         try:

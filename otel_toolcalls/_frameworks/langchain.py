@@ -1,9 +1,8 @@
 """LangChain and LangGraph: an ``execute_tool`` span around every tool run for a model's call.
 
 Choke point: ``BaseTool.run`` / ``BaseTool.arun``, where ``invoke`` with a ``ToolCall`` dict
-(``{"name": ..., "args": ..., "id": "call_1", "type": "tool_call"}``), LangGraph's ``ToolNode`` and
-``create_react_agent`` all end with ``tool_call_id``. Also a callback handler that names the model run
-in progress to ``_core.peers`` (OpenInference's LangChain LLM span, TELEMETRY.md section 6).
+(``{"name": ..., "args": ..., "id": "call_1", "type": "tool_call"}``), ``ToolNode`` and
+``create_react_agent`` end with ``tool_call_id``. A callback handler also feeds ``_core.peers``.
 """
 
 from __future__ import annotations
@@ -48,7 +47,9 @@ def _make_model_runs() -> Any:
     from langchain_core.callbacks import BaseCallbackHandler
 
     class ModelRuns(BaseCallbackHandler):  # type: ignore[misc]
-        """Tells ``_core.peers`` which model run is in progress, in the caller's context."""
+        """Tells ``_core.peers`` which model run is in progress, in the caller's context, so that
+        OpenInference's LLM span (never current) is the request's inference span (TELEMETRY.md
+        section 6)."""
 
         run_inline = True  # an async manager calls it in the task that makes the request
         active = True
