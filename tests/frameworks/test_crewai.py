@@ -17,6 +17,9 @@ import os
 # CrewAI's own telemetry (to its service) and tracing stay off; the fake provider needs no key.
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+# Its first-run trace prompt (a 20 s wait for an answer on stdin, on the oldest release) is skipped
+# in a test environment.
+os.environ.setdefault("CREWAI_TESTING", "true")
 
 from typing import Any
 
