@@ -243,7 +243,8 @@ class StreamState:
             _log.debug("argument fragment for a block that never started: %r", key)
             return
         call.deltas += 1
-        call.size += utf8_len(text)
+        # The ASCII fragment (most of them) costs no call; utf8_len alone knows the other bytes.
+        call.size += len(text) if text.isascii() else utf8_len(text)
         if call.content is not None:
             call.keep(text)
 
