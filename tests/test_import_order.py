@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -105,14 +106,18 @@ def _command(adapter: str, variant: str) -> list[str]:
 
 
 def _run(adapter: str, variant: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        _command(adapter, variant),
-        env=_env(),
-        cwd=APPS,
-        capture_output=True,
-        text=True,
-        timeout=600,  # a hang guard, not a performance bound
-    )
+    # Each run its own data directory: CrewAI keeps its task outputs in one SQLite file there
+    # (named after the working directory, the same for every run), which runs side by side would
+    # write and read at once.
+    with tempfile.TemporaryDirectory() as data:
+        return subprocess.run(
+            _command(adapter, variant),
+            env={**_env(), "XDG_DATA_HOME": data},
+            cwd=APPS,
+            capture_output=True,
+            text=True,
+            timeout=600,  # a hang guard, not a performance bound
+        )
 
 
 def _key(adapter: str, variant: str) -> tuple[str, str]:
