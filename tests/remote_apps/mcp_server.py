@@ -20,21 +20,13 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+from span_file import export_spans
 
 from otel_toolcalls import ToolCallsInstrumentor
 
 KIND, TRANSPORT, SPANS, RAN = sys.argv[1:5]
 
-provider = TracerProvider(resource=Resource.create({"service.name": "mcp-tool-server"}))
-spans_out = open(SPANS, "a", encoding="utf-8")  # noqa: SIM115 (open for the life of the process)
-provider.add_span_processor(
-    SimpleSpanProcessor(ConsoleSpanExporter(out=spans_out, formatter=lambda s: s.to_json(indent=None) + "\n"))
-)
-trace.set_tracer_provider(provider)
+export_spans(SPANS, "mcp-tool-server")
 ToolCallsInstrumentor().instrument()
 
 import mcp.types as types  # noqa: E402 (after instrument(), as opentelemetry-instrument orders it)
