@@ -49,9 +49,17 @@ def _item_added(state: Sink, event: Any) -> None:
     key = item.id or event.output_index
     # An mcp_call has no call_id: its item id is the only id the provider gives it.
     call_id = item.id if kind == "mcp_call" else getattr(item, "call_id", None)
-    state.block_started(key, name=item.name, call_id=call_id, index=event.output_index, tool_type=tool_type)
+    free_form = kind == "custom_tool_call"  # its input is free text, not a JSON object
+    state.block_started(
+        key,
+        name=item.name,
+        call_id=call_id,
+        index=event.output_index,
+        tool_type=tool_type,
+        free_form=free_form,
+    )
     # Counted like any fragment, should a server put the first one in the item itself.
-    state.fragment(key, getattr(item, "input" if kind == "custom_tool_call" else "arguments", None))
+    state.fragment(key, getattr(item, "input" if free_form else "arguments", None))
 
 
 def _delta(state: Sink, event: Any) -> None:
