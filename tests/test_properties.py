@@ -5,6 +5,7 @@ drive the translator with ChatCompletionChunk objects built by the openai SDK's 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
@@ -21,9 +22,13 @@ from otel_toolcalls._providers.formats.chat_completions import process_chunk
 from otel_toolcalls.testing import split_at
 from otel_toolcalls.testing.openai_chat import Event, ToolCall, chunk, request, script_for
 
-# Arguments with multi-byte characters of every width, quotes and digits.
-ARGUMENT_TEXT = st.text(
-    alphabet=st.sampled_from(list('{}":, 0123456789.-abcxyzüßé中文☀️🌧\\')), min_size=1, max_size=60
+# A JSON object, as a function call's arguments are by contract (a cut one is unterminated,
+# test_wire_lies.py): a string value holding multi-byte characters of every width, braces, quotes,
+# backslashes and digits, then trailing blanks as some servers send.
+ARGUMENT_TEXT = st.builds(
+    lambda value, blanks: json.dumps({"v": value}, ensure_ascii=False) + blanks,
+    st.text(alphabet=st.sampled_from(list('{}":, 0123456789.-abcxyzüßé中文☀️🌧\\')), max_size=60),
+    st.sampled_from(["", " ", "\n", " \n\t"]),
 )
 
 

@@ -102,10 +102,9 @@ def _new_call(state: Sink, key: Any, delta_id: Any, function: Any) -> bool:
         # SGLang, vLLM, Ollama: parallel calls on index 0, told apart by their ids.
         # {"index":0,"id":"1","type":"function","function":{"name":"get_time","arguments":""}}
         return open_id != str(delta_id)
-    # No id to tell: a new document after a closed one ("}" then "{") cannot be the same call.
+    # No id to tell: a name with no text or a new document ("{") after a closed one ("}") cannot
+    # continue the same call (Ollama: every call on index 0, ids left out).
     arguments = function.arguments
     return (
-        type(arguments) is str
-        and arguments.lstrip()[:1] == "{"
-        and state.arguments_closed(key)
-    )
+        not arguments or (type(arguments) is str and arguments.lstrip()[:1] == "{")
+    ) and state.arguments_closed(key)
