@@ -35,7 +35,7 @@ CUTS = {
     "mid_key": '{"ci',
     "key_before_colon": '{"city"',
     "inside_string": '{"city": "Zü',
-    "inside_multibyte": '{"city": "Zür',  # its write is cut inside "ü" (split_mid_character)
+    "inside_multibyte": '{"note": "naïve ☀️',  # each of its writes is cut inside a character
     "mid_number": '{"city": "Zürich", "limit": 1',
     "after_comma": '{"city": "Zürich",',
     "after_brace": "{",
