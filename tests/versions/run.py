@@ -78,10 +78,12 @@ def _floors() -> dict[str, str]:
 
 FLOORS = _floors()
 OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py",
-          "tests/test_openai_realtime_versions.py"]  # fmt: skip
+          "tests/test_openai_realtime_versions.py", "tests/test_wire_lies.py",
+          "tests/test_compatible_servers.py"]  # fmt: skip
 # The Realtime client through the SDK's own `realtime` extra (its websockets bounds).
 REALTIME = ["tests/test_openai_realtime.py", "tests/test_openai_realtime_versions.py"]
-ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
+ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py",
+             "tests/test_wire_lies.py"]  # fmt: skip
 CHAT = ["openai_chat", "openai_chat_async"]
 RESPONSES = ["openai_responses", "openai_responses_async"]
 # Before 1.14 anthropic has no tracing of its own: no anthropic_sdk_tracing driver.
