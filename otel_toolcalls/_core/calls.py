@@ -34,8 +34,8 @@ _FILTERING = (
     "armor",
 )
 _ERRORING = frozenset({"error", "timeout", "failed"})
-# JSON's whitespace.
-_BLANKS = " \t\n\r"
+# JSON's whitespace: what may follow a document's last "}".
+BLANKS = " \t\n\r"
 
 
 # Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
@@ -163,12 +163,6 @@ class Call:
         """Its arguments visibly stop mid-document: a JSON object's text ends with ``}``. No
         fragment, or blanks only, is no evidence of a cut."""
         return self.checked and self.last != "}" and self.last != ""
-
-    def blank_tail(self, text: str) -> None:
-        """A fragment ending in blanks (rare): its last non-blank character, if it has one."""
-        tail = text.rstrip(_BLANKS)
-        if tail:
-            self.last = tail[-1]
 
     def keep(self, text: str) -> None:
         """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as

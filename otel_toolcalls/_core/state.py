@@ -20,6 +20,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import names as n
 from . import process
+from .calls import BLANKS as _BLANKS
 from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
 from .errors import guarded, report
 from .inference_metrics import StreamEnd, reports_usage
@@ -261,12 +262,10 @@ class StreamState:
         call.deltas += 1
         # The ASCII fragment (most of them) costs no call; utf8_len alone knows the other bytes.
         call.size += len(text) if text.isascii() else utf8_len(text)
-        last = text[-1]
-        # Above the space: not JSON whitespace (" \t\n\r").
-        if last > " ":
-            call.last = last
-        else:
-            call.blank_tail(text)
+        # One strip, no branch on the common case (rstrip hands back the same str when nothing goes).
+        tail = text.rstrip(_BLANKS)
+        if tail:
+            call.last = tail[-1]
         if call.content is not None:
             call.keep(text)
 
