@@ -153,3 +153,61 @@ def test_a_realtime_response_created_without_its_response(telemetry: Any, instru
     assert response.attributes[n.TOOLCALL_COUNT] == 1
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
     no_internal_errors(telemetry)
+
+
+# -- the sweep: fields other SDKs declare Optional, or parse without checking ----------------------------
+
+
+def test_cohere_tool_call_events_without_their_optional_parts(
+    telemetry: Any, instrument: Any, fake: Any
+) -> None:
+    """cohere types delta, its message and the message's tool_calls Optional, each: such an event
+    carries no fragment, the call around it completes with the fragments that came."""
+    import cohere
+
+    from otel_toolcalls.testing import cohere as cohere_fake
+    from otel_toolcalls.testing.openai_chat import WEATHER as CALL
+
+    events = cohere_fake.events_for([CALL])
+    hollow = [
+        cohere_fake.event("tool-call-delta", index=0),
+        cohere_fake.event("tool-call-delta", index=0, delta={"message": None}),
+        cohere_fake.event("tool-call-delta", index=0, delta={"message": {"tool_calls": None}}),
+        cohere_fake.event("tool-call-start", index=1, delta={"message": {}}),
+    ]
+    start = next(i for i, data in enumerate(events) if b"tool-call-start" in data)
+    fake.enqueue(cohere_fake.script_for([*events[: start + 2], *hollow, *events[start + 2 :]]))
+    seen = list(
+        cohere.ClientV2(base_url=fake.base_url, api_key="x").chat_stream(model=cohere_fake.MODEL, messages=[])
+    )
+    assert seen[-1].type == "message-end"
+    (span,) = telemetry.tool_spans()
+    assert span.attributes[n.TOOLCALL_OUTCOME] == "completed"
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(CALL.arguments.encode("utf-8"))
+    assert telemetry.one("chat ").attributes[n.TOOLCALL_OUTCOME] == "completed"
+    no_internal_errors(telemetry)
+
+
+def test_bedrock_converse_events_without_their_required_members(
+    telemetry: Any, instrument: Any, fake: Any
+) -> None:
+    """botocore parses an event that lacks a member its shape requires (no validation of output):
+    a contentBlockDelta without its delta, a contentBlockStart without its start say nothing."""
+    from otel_toolcalls.testing import bedrock, eventstream
+
+    frames = bedrock.frames_for([bedrock.WEATHER])
+    frames[2:2] = [
+        eventstream.event("contentBlockDelta", {"contentBlockIndex": 0}),
+        eventstream.event("contentBlockStart", {"contentBlockIndex": 1}),
+    ]
+    fake.enqueue(bedrock.script_for(frames))
+    client = bedrock.client(fake.base_url)
+    response = client.converse_stream(
+        modelId=bedrock.MODEL, messages=[{"role": "user", "content": [{"text": "?"}]}]
+    )
+    events = list(response["stream"])
+    assert "metadata" in events[-1]
+    (span,) = telemetry.tool_spans()
+    assert span.attributes[n.TOOLCALL_OUTCOME] == "completed"
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(bedrock.WEATHER.input.encode("utf-8"))
+    no_internal_errors(telemetry)
