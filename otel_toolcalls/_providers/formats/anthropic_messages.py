@@ -37,7 +37,7 @@ def _block_start(state: Sink, event: Any) -> None:
     # {"type":"content_block_start","index":1,
     #  "content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}
     block = event.content_block
-    tool_type = TOOL_TYPES.get(getattr(block, "type", None))
+    tool_type = TOOL_TYPES.get(getattr(block, "type", None) or "")
     if tool_type is None:
         # A text / thinking block: a stopped tool block before it was not the one a limit cut.
         state.other_block_started()
