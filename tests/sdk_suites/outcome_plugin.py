@@ -53,6 +53,8 @@ class _Record:
     def __init__(self) -> None:
         self.outcomes: dict[str, str] = {}
         self.errors: dict[str, dict[str, int]] = {}
+        # nodeid -> the end of its first failure's report (run.py tells a by-design difference by it).
+        self.failures: dict[str, str] = {}
         self._seen: Counter[str] = Counter()
 
     def take_errors(self, key: str) -> None:
@@ -73,6 +75,8 @@ class _Record:
             # The first result that is not a pass wins (a teardown error after a pass).
             if self.outcomes.get(report.nodeid, "passed") == "passed":
                 self.outcomes[report.nodeid] = result
+                if report.failed:
+                    self.failures[report.nodeid] = str(report.longrepr)[-3000:]
         if report.when == "teardown":
             self.take_errors(report.nodeid)
 
@@ -101,4 +105,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
     out = f"{os.environ['SDK_SUITE_OUT']}.{worker}.json"
     with open(out, "w") as handle:
-        json.dump({"outcomes": _RECORD.outcomes, "errors": _RECORD.errors}, handle)
+        json.dump(
+            {"outcomes": _RECORD.outcomes, "errors": _RECORD.errors, "failures": _RECORD.failures}, handle
+        )

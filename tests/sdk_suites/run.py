@@ -179,18 +179,34 @@ def run_suite(venv: Path, tree: Path, tests: Sequence[str], mode: str, jobs: int
 
 
 def _merged(out: Path) -> dict:
-    merged: dict = {"outcomes": {}, "errors": {}}
+    merged: dict = {"outcomes": {}, "errors": {}, "failures": {}}
     for part in sorted(out.parent.glob(f"{out.name}.*.json")):
         found = json.loads(part.read_text())
-        merged["outcomes"].update(found["outcomes"])
-        merged["errors"].update(found["errors"])
+        for key in merged:
+            merged[key].update(found.get(key, {}))
     return merged
 
 
+# What the package adds by design to the SDK's own execution span (TELEMETRY.md section 3: the
+# streamed call's outcome, completed or aborted), which the SDK's tests of its spans' exact
+# attributes see: that one extra attribute and nothing else is no difference in behaviour.
+BY_DESIGN = re.compile(
+    r"Left contains 1 more item:\s*(?:E\s*)?\{'toolcall\.outcome': '(?:completed|aborted)'\}"
+)
+
+
+def by_design(name: str, bare: dict, instrumented: dict) -> bool:
+    failure = instrumented["failures"].get(name, "")
+    return bare["outcomes"].get(name) == "passed" and bool(BY_DESIGN.search(failure))
+
+
 def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
-    """Prints the counts and each difference; True when there is none and no internal error."""
+    """Prints the counts and each difference; True when there is none (the package's annotation of
+    the SDK's span aside) and no internal error."""
     names = sorted(set(bare["outcomes"]) | set(instrumented["outcomes"]))
-    differ = [n for n in names if bare["outcomes"].get(n) != instrumented["outcomes"].get(n)]
+    changed = [n for n in names if bare["outcomes"].get(n) != instrumented["outcomes"].get(n)]
+    designed = [n for n in changed if by_design(n, bare, instrumented)]
+    differ = [n for n in changed if n not in designed]
     tally: dict[str, int] = {}
     for outcome in bare["outcomes"].values():
         tally[outcome] = tally.get(outcome, 0) + 1
@@ -198,13 +214,16 @@ def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
     erring = [key for key in instrumented["errors"] if not key.startswith("(")]
     print(
         f"{sdk} {version}: {len(names)} tests ({', '.join(f'{v} {k}' for k, v in sorted(tally.items()))}); "
-        f"{len(differ)} differ; toolcall.internal_errors {errors} in {len(erring)} tests"
+        f"{len(differ)} differ ({len(designed)} more by design); "
+        f"toolcall.internal_errors {errors} in {len(erring)} tests"
     )
     for name in differ:
         print(
             f"  differs: {name}: bare {bare['outcomes'].get(name)}, "
             f"instrumented {instrumented['outcomes'].get(name)}"
         )
+    for name in designed:
+        print(f"  by design (toolcall.outcome on the SDK's own span): {name}")
     by_site: dict[str, int] = {}
     for sites in instrumented["errors"].values():
         for site, count in sites.items():
