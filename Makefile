@@ -135,6 +135,14 @@ wrapt1: $(VENV)/.stamp-test
 versions: $(VENV)/.stamp-test
 	$(PY) tests/versions/run.py
 
+# The openai and anthropic SDKs' own tests (their tests/lib, from the sdists on PyPI, at the newest
+# versions _wiring/support.py states), bare and with the package instrumented, in venvs of their own
+# under .sdk-suites/: fails on a test whose outcome differs, or on any toolcall.internal_errors.
+# Not part of `test` (about 20 CPU minutes; README, "The SDKs' own test suites").
+.PHONY: sdk-suites
+sdk-suites: $(VENV)/.stamp-test
+	$(PY) tests/sdk_suites/run.py
+
 # Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
 	$(PY) benchmarks/run.py
@@ -146,4 +154,4 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .pytest_cache .mypy_cache .ruff_cache

@@ -94,14 +94,21 @@ def _refusal(
 
 
 def annotate_execution(
-    span: Span, call_id: str | None, *, strict: bool | None = None, telemetry: Telemetry | None = None
+    span: Span,
+    call_id: str | None,
+    *,
+    strict: bool | None = None,
+    telemetry: Telemetry | None = None,
+    unknown: bool = True,
 ) -> None:
     """For an execution span someone else made (a framework's): add ``toolcall.outcome`` and, for a
     completed call, the link; in strict mode raise ``IncompleteToolCallError`` for an aborted call.
-    The span is never ended here."""
+    The span is never ended here. ``unknown=False``: a call never seen adds nothing to the span."""
     telemetry = telemetry if telemetry is not None else current()
     record = _lookup(telemetry, call_id)
     _spans.record(span, call_key(call_id) if call_id else None)
+    if record is None and not unknown:
+        return
     try:
         span.set_attribute(n.TOOLCALL_OUTCOME, record.outcome if record else n.UNKNOWN)
         link = _link_to(record)

@@ -14,7 +14,7 @@ from __future__ import annotations
 # releases, or since the tool-execution design the adapter can hook began, where that is later.
 TESTED: dict[str, tuple[str, str]] = {
     "openai": ("1.40.0", "3.57.0"),
-    "anthropic": ("0.43.0", "2.14.0"),
+    "anthropic": ("0.43.0", "2.16.0"),
     "groq": ("0.11.0", "1.7.0"),
     "boto3": ("1.34.116", "1.44.8"),
     "botocore": ("1.34.116", "1.44.8"),
