@@ -252,3 +252,36 @@ def test_disabled_under_opentelemetry_instrument_is_a_problem(monkeypatch: pytes
     data = _doctor.report()
     assert data["ok"] is False and data["unseen"] == sorted(_installed())
     assert any("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS names toolcalls" in w for w in data["warnings"])
+    assert data["opentelemetry_instrument"]["loads"] is False
+
+
+def test_doctor_says_opentelemetry_instrument_skips_every_instrumentation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS", "*")
+    data = _doctor.report()
+    reason = "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS names *"
+    assert data["opentelemetry_instrument"] == {"loads": False, "reason": reason}
+    assert data["ok"] is False and data["unseen"] == sorted(_installed())
+    assert f"opentelemetry-instrument: SKIPS the instrumentor ({reason})" in _doctor.render(data)
+
+
+def test_doctor_says_opentelemetry_instrument_skips_without_a_distribution_of_instruments_any(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As opentelemetry-instrument sees a venv with none of them: its own check, on this metadata.
+    from opentelemetry.instrumentation import dependencies
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(dependencies, "version", missing)
+    data = _doctor.report()
+    auto = data["opentelemetry_instrument"]
+    if not hasattr(dependencies.DependencyConflict, "required_any"):  # reads no instruments-any
+        assert auto["loads"] is True
+        return
+    assert auto["loads"] is False
+    assert auto["reason"].startswith("dependency check: ") and "none are installed" in auto["reason"]
+    assert "mcp>=1.25.0" in auto["reason"] and "langchain-core>=0.3.86" in auto["reason"]
+    assert data["ok"] is False and data["unseen"] == sorted(_installed())
