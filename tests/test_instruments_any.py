@@ -68,14 +68,16 @@ SCENARIOS = {
 def test_instrument_decides_as_opentelemetry_instrument_does(
     monkeypatch: pytest.MonkeyPatch, installed: dict[str, str]
 ) -> None:
-    def version(name: str) -> str:
+    def version(name: str, missing: type[Exception] = importlib.metadata.PackageNotFoundError) -> str:
         found = installed.get(canonicalize_name(name))
         if found is None:
-            raise importlib.metadata.PackageNotFoundError(name)
+            raise missing(name)
         return found
 
     monkeypatch.setattr(importlib.metadata, "version", version)
-    monkeypatch.setattr(otel_dependencies, "version", version)
+    # The class opentelemetry-instrumentation catches (a backport's, in some releases).
+    otel_missing = otel_dependencies.PackageNotFoundError
+    monkeypatch.setattr(otel_dependencies, "version", lambda name: version(name, otel_missing))
     # opentelemetry-instrument: the extra, any one; instrument(): what the instrumentor returns, all.
     auto = otel_dependencies.get_dependency_conflicts([], EXTRA)
     returned = ToolCallsInstrumentor().instrumentation_dependencies()
@@ -93,8 +95,11 @@ def test_instrument_refuses_where_opentelemetry_instrument_would_skip(
     def missing(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)
 
+    def otel_missing(name: str) -> str:
+        raise otel_dependencies.PackageNotFoundError(name)
+
     monkeypatch.setattr(importlib.metadata, "version", missing)
-    monkeypatch.setattr(otel_dependencies, "version", missing)
+    monkeypatch.setattr(otel_dependencies, "version", otel_missing)
     instrumentor = ToolCallsInstrumentor()
     assert not instrumentor.is_instrumented_by_opentelemetry
     instrumentor.instrument()

@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 from otel_toolcalls._config import CAPTURE_CONTENT_ENV, ENV_VARIABLES, Settings, resolve
 from otel_toolcalls._core import telemetry
 from otel_toolcalls._wiring.adapters import adapter_names, load
-from otel_toolcalls._wiring.dependencies import DISTRIBUTION
+from otel_toolcalls._wiring.dependencies import DISTRIBUTION, instrumentation_dependencies
 from otel_toolcalls._wiring.support import SURFACES, TESTED
 from otel_toolcalls.version import __version__
 
@@ -182,9 +182,12 @@ def _auto_instrument() -> dict[str, Any]:
         dist = importlib.metadata.distribution(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return {"loads": False, "reason": f"{DISTRIBUTION} is not installed: no entry point to load"}
-    from opentelemetry.instrumentation.dependencies import get_dist_dependency_conflicts
+    from opentelemetry.instrumentation import dependencies as checks
 
-    conflict = get_dist_dependency_conflicts(dist)
+    if hasattr(checks, "get_dist_dependency_conflicts"):
+        conflict = checks.get_dist_dependency_conflicts(dist)
+    else:  # releases (0.55) where opentelemetry-instrument lets instrument() check what it returns
+        conflict = checks.get_dependency_conflicts(instrumentation_dependencies())
     if conflict is not None:
         return {"loads": False, "reason": f"dependency check: {conflict}"}
     return {"loads": True, "reason": "a distribution of the instruments-any extra is installed"}
