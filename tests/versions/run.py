@@ -207,6 +207,12 @@ LANES = [
     Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
     Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py", "tests/test_remote_mcp.py"],
          extra=["openai"], why="the floor; and the first major, which injects nothing into _meta itself"),
+    # A process with one distribution of instruments-any and no provider SDK, under
+    # opentelemetry-instrument: each at the extra's floor (tests/test_dark_processes.py).
+    Lane("mcp-alone", {"mcp": None}, ["tests/test_dark_processes.py"], extra=["opentelemetry-distro"],
+         why="a tool server: mcp, no provider SDK"),
+    Lane("langchain-alone", {"langchain-core": None}, ["tests/test_dark_processes.py"],
+         extra=["opentelemetry-distro"], why="a worker running LangChain tools: no provider SDK"),
     Lane("ollama-floor", {"ollama": None}, ["tests/test_ollama.py"], extra=["openai"],
          matrix=["ollama", "ollama_async"]),
     Lane("huggingface-floor", {"huggingface_hub": None}, ["tests/test_huggingface.py"], extra=["aiohttp"],
