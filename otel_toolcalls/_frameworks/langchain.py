@@ -28,16 +28,18 @@ _log = logging.getLogger(__name__)
 
 _MODULE = "langchain_core.tools.base"
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun")))
+# Where BaseTool.run / arun enter the body's context, after on_tool_start (the official GenAI
+# LangChain instrumentation's execution span is current there).
+_BODY = (_MODULE, "set_config_context")
+REQUIRES = Requires(
+    sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun"), _BODY)
+)
 _patches = Patches()
 
 # The official GenAI LangChain instrumentation (opentelemetry-instrumentation-genai-langchain): its
 # execute_tool span is made by its callback handler at on_tool_start, inside the run, and current
 # from there to the run's end.
 OFFICIAL_LANGCHAIN = "opentelemetry.instrumentation.genai.langchain"
-# Where BaseTool.run / arun enter the body's context, after on_tool_start (langchain-core 0.3.x
-# binds a private helper there instead: no body hook, the package's span stays beside theirs).
-_BODY = (_MODULE, "set_config_context")
 
 
 class _Deferred:
@@ -183,7 +185,7 @@ def _watch_model_runs() -> None:
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    (_, runs), (_, aruns) = REQUIRES.targets
+    (_, runs), (_, aruns), _ = REQUIRES.targets
     _patches.wrap(_MODULE, runs, functools.partial(_tool_run, telemetry, run))
     _patches.wrap(_MODULE, aruns, functools.partial(_tool_run, telemetry, run_async))
     global _body_hooked
