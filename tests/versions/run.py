@@ -133,6 +133,7 @@ WRAPT1 = ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_anthrop
 # The peer lanes: another instrumentation of the same SDKs beside the package (tests/peers), at the
 # versions the README's "Installed beside" table names; the SDKs the newest, as in the main venv.
 PEER_TESTS = ["tests/peers/test_peers.py"]
+OFFICIAL_EXECUTIONS = "tests/peers/test_official_executions.py"
 SDKS = ["openai", "anthropic"]
 PEER_LANES = [
     Lane("peer-openinference", {"openinference-instrumentation-openai": "0.1.66",
@@ -147,8 +148,27 @@ PEER_LANES = [
     # openai-v2 imports httpx (openai 3 uses httpx2) and util-genai 0.x's instruments module.
     Lane("peer-otel-openai-v2", {"opentelemetry-instrumentation-openai-v2": "2.4b0"}, PEER_TESTS,
          extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2"),
-    Lane("peer-otel-genai-openai", {"opentelemetry-instrumentation-genai-openai": "1.3b0"}, PEER_TESTS,
-         extra=["openai"], peer="otel-genai-openai"),
+    # The official GenAI instrumentations (opentelemetry-python-genai), openai-v2's successors; a
+    # framework's lane has the openai one too (its model streams through the openai SDK) and the
+    # distro (tests/peers/test_official_executions.py runs opentelemetry-instrument).
+    Lane("peer-otel-genai", {"opentelemetry-instrumentation-genai-openai": "1.3b0",
+                             "opentelemetry-instrumentation-genai-anthropic": "1.3b0",
+                             "opentelemetry-instrumentation-genai-bedrock": "1.3b0"},
+         PEER_TESTS, extra=[*SDKS, "boto3"], peer="otel-genai"),
+    Lane("peer-otel-genai-langchain", {"opentelemetry-instrumentation-genai-langchain": "1.3b0",
+                                       "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                       "langchain": "1.5.2", "langchain-core": "1.8.3",
+                                       "langchain-openai": "1.8.1", "langgraph": "1.2.24"},
+         [*PEER_TESTS, OFFICIAL_EXECUTIONS], extra=["openai", "opentelemetry-distro"],
+         peer="otel-genai-langchain"),
+    Lane("peer-otel-genai-llama-index", {"opentelemetry-instrumentation-genai-llama-index": "1.3b0",
+                                         "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                         "llama-index-core": "0.14.25", "llama-index-llms-openai": "0.8.3"},
+         [*PEER_TESTS, OFFICIAL_EXECUTIONS], extra=["openai"], peer="otel-genai-llama-index"),
+    Lane("peer-otel-genai-openai-agents", {"opentelemetry-instrumentation-genai-openai-agents": "1.3b0",
+                                           "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                           "openai-agents": "0.20.0"},
+         [OFFICIAL_EXECUTIONS], extra=["openai"], peer="otel-genai-openai-agents"),
     Lane("peer-langfuse", {"langfuse": "5.2.0"}, PEER_TESTS, extra=["openai"], peer="langfuse"),
     # OpenInference's framework instrumentations, through the framework's OpenAI model.
     Lane("peer-openinference-langchain", {"openinference-instrumentation-langchain": "0.1.80",
