@@ -11,7 +11,7 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -115,7 +115,6 @@ def annotate_execution(
             # A framework's span may not say which call it runs (mcp 2.x's tools/call span).
             span.set_attribute(n.GEN_AI_TOOL_CALL_ID, call_key(call_id))
         span.set_attribute(n.TOOLCALL_OUTCOME, record.outcome if record else n.UNKNOWN)
-        _add_call_id(span, call_id)
         link = _link_to(record)
         if link is not None:
             span.add_link(link.context, link.attributes)
@@ -126,15 +125,6 @@ def annotate_execution(
     refusal = _refusal(span, record, call_id, record.name if record else None, _strict(telemetry, strict))
     if refusal is not None:
         raise refusal
-
-
-def _add_call_id(span: Span, call_id: str | None) -> None:
-    """The call id on a framework's span that shows none (the official openai-agents
-    instrumentation's); one it carries, whole or cut, is left as it is. A span whose attributes
-    cannot be read is left alone."""
-    attributes = getattr(span, "attributes", None)
-    if call_id and isinstance(attributes, Mapping) and n.GEN_AI_TOOL_CALL_ID not in attributes:
-        span.set_attribute(n.GEN_AI_TOOL_CALL_ID, call_key(call_id))
 
 
 class execute_tool:
