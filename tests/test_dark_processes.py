@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from console_spans import console_spans
 from packaging.requirements import Requirement
 
 from otel_toolcalls._wiring.dependencies import instruments_any
@@ -87,19 +88,6 @@ def test_a_tool_server_with_only_mcp_refuses_a_carried_aborted_call(tmp_path: Pa
     assert not ran.exists()  # the tool body never ran
 
 
-def _spans(stdout: str) -> list[dict[str, Any]]:
-    decoder, spans, i = json.JSONDecoder(), [], 0
-    while (start := stdout.find("{", i)) != -1:
-        try:
-            obj, i = decoder.raw_decode(stdout, start)
-        except json.JSONDecodeError:
-            i = start + 1
-            continue
-        if isinstance(obj, dict) and "name" in obj and "attributes" in obj:
-            spans.append(obj)
-    return spans
-
-
 @_alone("langchain-core")
 @pytest.mark.parametrize("disabled", [False, True], ids=["instrumented", "control"])
 def test_a_worker_with_only_langchain_core_runs_its_tool_in_an_execution_span(disabled: bool) -> None:
@@ -108,7 +96,7 @@ def test_a_worker_with_only_langchain_core_runs_its_tool_in_an_execution_span(di
     env = _env(disabled=disabled, OTEL_TRACES_EXPORTER="console")
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=True)
     (body,) = [json.loads(line[5:]) for line in done.stdout.splitlines() if line.startswith("BODY ")]
-    executions = [s for s in _spans(done.stdout) if s["name"] == "execute_tool get_weather"]
+    executions = [s for s in console_spans(done.stdout) if s["name"] == "execute_tool get_weather"]
     if disabled:  # the control: no execution span around the tool
         assert (executions, body["name"]) == ([], None)
         return
