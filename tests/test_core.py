@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import openai
@@ -14,6 +15,10 @@ from otel_toolcalls._core import process
 from otel_toolcalls._core.calls import classify, error_type_of
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
+
+# openai 3.60 reads the request's headers on a connection error (None no longer does); its
+# HTTP client moved from httpx to httpx2, so a stand-in with headers serves every release.
+_REQUEST: Any = types.SimpleNamespace(headers={})
 
 
 @pytest.fixture
@@ -176,7 +181,8 @@ def test_classify(reason, expected):
 
 def test_error_type_names():
     assert error_type_of(ValueError()) == "ValueError"
-    assert error_type_of(openai.APIConnectionError(request=None)) == "openai.APIConnectionError"  # type: ignore[arg-type]
+    dropped = openai.APIConnectionError(request=_REQUEST)
+    assert error_type_of(dropped) == "openai.APIConnectionError"
 
 
 def test_stopped_but_not_settled_is_completed_at_stop_time(telemetry, make):
@@ -280,7 +286,7 @@ def test_failed_stream_records_exception_type(telemetry, make):
     s = make()
     s.block_started(0, name="f", call_id="x")
     s.fragment(0, "{")
-    s.failed(openai.APIConnectionError(request=None))  # type: ignore[arg-type]
+    s.failed(openai.APIConnectionError(request=_REQUEST))
     span = tool(telemetry, "f")
     assert span.attributes[n.ERROR_TYPE] == "openai.APIConnectionError"
     (point,) = telemetry.points("toolcall.calls")
