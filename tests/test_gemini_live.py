@@ -4,11 +4,16 @@ endpoint: whole calls delivered, executed and linked, cancelled by the server, t
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
+from console_spans import console_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome
@@ -35,6 +40,8 @@ genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402
 
 LOOKUP = FunctionCall("lookup", {"q": "straße", "n": 12345}, "fc_lookup_2")
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
 ASKED = Await("client_content")
 ANSWERED = Await("tool_response")
 
@@ -346,3 +353,37 @@ def test_uninstrumented_the_app_sees_the_same(live: LiveEndpoint, instrument: An
 def _qualified(exc: BaseException) -> str:
     kind = type(exc)
     return f"{kind.__module__}.{kind.__qualname__}"
+
+
+# -- a real process: the example under opentelemetry-instrument, strict from the environment ---------
+
+
+def test_the_example_under_opentelemetry_instrument() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", OTEL_TRACES_EXPORTER="console",
+               OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
+               OTEL_TOOLCALLS_STRICT="true")  # fmt: skip
+    example = str(ROOT / "examples/gemini_live_agent.py")
+    result = subprocess.run(
+        [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, example],
+        env=env, capture_output=True, text=True, timeout=600, cwd=ROOT,  # a hang guard, not a bound
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    # The cancelled tool's body never ran; the other ran and was answered.
+    assert "ran get_weather (fc_weather)" in lines and "refused book_table (fc_booking): cancelled" in lines
+    assert not any(line.startswith("ran book_table") for line in lines)
+    assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
+    spans = console_spans(result.stdout)
+    calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    assert {k: s["attributes"]["toolcall.outcome"] for k, s in calls.items()} == {
+        "fc_weather": "completed", "fc_booking": "completed",  # both delivered whole
+    }  # fmt: skip
+    runs = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("execute_tool ")}
+    (link,) = runs["fc_weather"]["links"]
+    assert link["context"]["span_id"] == calls["fc_weather"]["context"]["span_id"]
+    refused = runs["fc_booking"]
+    assert refused["links"] == [] and refused["attributes"]["toolcall.outcome"] == "aborted"
+    assert refused["attributes"]["error.type"] == "otel_toolcalls.IncompleteToolCallError"
+    (turn,) = [s for s in spans if s["name"] == f"generate_content {MODEL}"]
+    assert turn["attributes"]["toolcall.outcome"] == "completed"
