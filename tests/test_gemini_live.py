@@ -4,6 +4,7 @@ endpoint: whole calls delivered, executed and linked, cancelled by the server, t
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -331,6 +332,25 @@ def test_the_app_closing_the_session_mid_turn(live: LiveEndpoint, instrument: An
     assert app.raised is None
     (turn,) = turns(telemetry)
     assert_turn(turn, reason="closed", count=1)
+
+
+def test_leaving_the_session_mid_turn_without_close(
+    live: LiveEndpoint, instrument: Any, telemetry: Any
+) -> None:
+    # The manager's exit closes the socket but not the session (no close() to see): the open turn
+    # ends when the session object is collected.
+    async def leave() -> None:
+        client = genai.Client(api_key="fake-key", http_options=live.client_options())
+        async with client.aio.live.connect(model=MODEL) as connection:
+            await connection.send_client_content(turns={"role": "user", "parts": [{"text": "Hi"}]})
+            async for _ in connection.receive():
+                break
+
+    live.enqueue(session(ASKED, text("Hel"), text("lo")))
+    asyncio.run(leave())
+    gc.collect()
+    (turn,) = turns(telemetry)
+    assert_turn(turn, reason="abandoned", count=0)
 
 
 def test_uninstrumented_the_app_sees_the_same(live: LiveEndpoint, instrument: Any, telemetry: Any) -> None:
