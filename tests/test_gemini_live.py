@@ -71,13 +71,14 @@ class App:
     strict: bool | None = None
     answer_all: bool = False
     turns: int = 1  # receive() ends at each turnComplete: the app reads this many turns
+    vertex: bool = False
     ran: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     messages: list[Any] = field(default_factory=list)
     raised: BaseException | None = None
 
     async def run(self, live: LiveEndpoint, *, close_after: str | None = None) -> None:
-        client = genai.Client(api_key="fake-key", http_options=live.client_options())
+        client = _client(live, vertex=self.vertex)
         config = {
             "response_modalities": ["TEXT"],
             "tools": [{"function_declarations": [{"name": "get_weather"}]}],
@@ -121,6 +122,13 @@ class App:
             responses.append(types.FunctionResponse(id=call.id, name=call.name, response={"ok": True}))
         if responses:
             await connection.send_tool_response(function_responses=responses)
+
+
+def _client(live: LiveEndpoint, *, vertex: bool = False) -> Any:
+    if vertex:
+        # No project, location or key: an API gateway to google-genai, reached at base_url as is.
+        return genai.Client(vertexai=True, http_options=live.client_options(vertex=True))
+    return genai.Client(api_key="fake-key", http_options=live.client_options())
 
 
 def run(live: LiveEndpoint, app: App, *steps: Any, close_after: str | None = None) -> App:
@@ -203,6 +211,21 @@ def test_a_completed_call_executed_and_linked(live: LiveEndpoint, instrument: An
     # The answer reached the server as the app sent it.
     (answer,) = live.received("tool_response")
     assert answer["functionResponses"][0]["id"] == WEATHER.call_id
+
+
+def test_vertex_a_completed_call_and_a_cancelled_one(
+    live: LiveEndpoint, instrument: Any, telemetry: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    app = App(execute_at="tool_call_cancellation", strict=True, vertex=True)
+    run(live, app, tool_call(WEATHER, LOOKUP), cancellation(LOOKUP.call_id), ANSWERED, turn_complete())
+    assert app.ran == [WEATHER.call_id] and app.refused == [LOOKUP.call_id]
+    call = tool_span(telemetry, WEATHER)
+    assert (call.attributes or {})[n.GEN_AI_PROVIDER_NAME] == "gcp.vertex_ai"
+    assert_linked(execution(telemetry, WEATHER), call)
+    assert (execution(telemetry, LOOKUP).attributes or {})[n.TOOLCALL_OUTCOME] == "aborted"
+    assert live.websocket.paths == ["/vertex"]
 
 
 def test_parallel_calls_in_one_message_and_turns_on_one_session(
@@ -351,6 +374,30 @@ def test_leaving_the_session_mid_turn_without_close(
     gc.collect()
     (turn,) = turns(telemetry)
     assert_turn(turn, reason="abandoned", count=0)
+
+
+def test_a_session_opened_before_instrument(live: LiveEndpoint, instrument: Any, telemetry: Any) -> None:
+    instrumentor = instrument()
+    instrumentor.uninstrument()
+
+    async def converse() -> None:
+        client = genai.Client(api_key="fake-key", http_options=live.client_options())
+        async with client.aio.live.connect(model=MODEL) as connection:
+            instrument()  # the session exists already: its messages are traced from here on
+            await connection.send_client_content(turns={"role": "user", "parts": [{"text": "Hi"}]})
+            async for message in connection.receive():
+                for call in message.tool_call.function_calls if message.tool_call else []:
+                    async with execute_tool(call.id, name=call.name):
+                        pass
+                    answer = types.FunctionResponse(id=call.id, name=call.name, response={})
+                    await connection.send_tool_response(function_responses=[answer])
+
+    live.enqueue(session(ASKED, tool_call(WEATHER), ANSWERED, turn_complete()))
+    asyncio.run(converse())
+    span = tool_span(telemetry, WEATHER)
+    assert n.GEN_AI_REQUEST_MODEL not in (span.attributes or {})  # connect() was not seen
+    assert_outcome(span, None)
+    assert_linked(execution(telemetry, WEATHER), span)
 
 
 def test_uninstrumented_the_app_sees_the_same(live: LiveEndpoint, instrument: Any, telemetry: Any) -> None:

@@ -99,9 +99,12 @@ class LiveEndpoint:
         self.websocket.enqueue(*scripts)
         return self
 
-    def client_options(self) -> dict[str, Any]:
-        return {"base_url": f"https://127.0.0.1:{self.websocket.port}",
-                "async_client_args": {"ssl": self._client_context}}  # fmt: skip
+    def client_options(self, *, vertex: bool = False) -> dict[str, Any]:
+        """``vertex``: for ``genai.Client(vertexai=True, http_options=...)`` with no project or
+        credentials, which google-genai treats as an API gateway: it connects to ``base_url`` as is."""
+        port = self.websocket.port
+        where = f"wss://127.0.0.1:{port}/vertex" if vertex else f"https://127.0.0.1:{port}"
+        return {"base_url": where, "async_client_args": {"ssl": self._client_context}}
 
     def received(self, key: str) -> list[Any]:
         """What the client sent under ``key`` (``setup``, ``client_content``, ``tool_response``)."""

@@ -89,6 +89,10 @@ def _session(instance: Any) -> LiveSession | None:
 
 def _received(instance: Any, message: Any) -> None:
     session = _session(instance)
+    if session is None and _telemetry and is_instrumentation_enabled():
+        # A session opened before instrument(): no model known.
+        session = LiveSession(_telemetry[0], getattr(instance, "_api_client", None), None)
+        keep(instance, session)
     if session is not None:
         process_message(session, message, instance)
 
