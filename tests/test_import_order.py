@@ -56,6 +56,7 @@ ADAPTERS = {
     "bedrock": ("call", "tooluse_weather_1"),
     "aiobotocore": ("call", "tooluse_aiobotocore_1"),
     "gemini": ("call", "fc_weather_1"),
+    "gemini_live": ("call", "fc_gemini_live"),
     "mistral": ("call", "call_mistral"),
     "cohere": ("call", "call_cohere"),
     "litellm": ("call", "call_litellm"),

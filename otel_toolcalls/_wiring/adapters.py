@@ -23,6 +23,7 @@ ADAPTERS: dict[str, str] = {
     "bedrock": f"{_P}.bedrock.adapter",
     "cohere": f"{_P}.cohere",
     "gemini": f"{_P}.gemini.adapter",
+    "gemini_live": f"{_P}.gemini.live",
     "groq": f"{_P}.groq",
     "huggingface": f"{_P}.huggingface",
     "litellm": f"{_P}.litellm",

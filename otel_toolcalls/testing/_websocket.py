@@ -2,7 +2,8 @@
 connection plays the next queued ``Frames`` script, one WebSocket message at a time.
 
 A script is a list of steps: a JSON text message to send (a dict, or the text itself), ``Await``
-(read the client's events until one of that type arrives: ``response.create``, ``response.cancel``),
+(read the client's events until one of that type arrives: ``response.create``, ``response.cancel``;
+for messages without a type, their first key: ``setup``, ``tool_response``),
 ``Drop`` (the TCP connection closes with no close frame, as when the network drops it) or ``Close``
 (a clean close handshake). After the last step the server reads until the client closes.
 """
@@ -59,6 +60,8 @@ class WebSocketEndpoint:
     # What the clients sent (parsed JSON), and the request paths (with their query) they opened.
     received: list[Any] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    # An ``ssl.SSLContext``: the endpoint speaks wss:// (google-genai's Live client always does).
+    ssl_context: Any = None
     _server: Any = None
     _thread: threading.Thread | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -80,13 +83,19 @@ class WebSocketEndpoint:
     @property
     def base_url(self) -> str:
         assert self._server is not None, "the WebSocket endpoint is not started"
-        return f"ws://127.0.0.1:{self._server.socket.getsockname()[1]}/v1"
+        scheme = "ws" if self.ssl_context is None else "wss"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "the WebSocket endpoint is not started"
+        return int(self._server.socket.getsockname()[1])
 
     def start(self) -> WebSocketEndpoint:
         from websockets.sync.server import serve
 
         # No compression, as the openai SDK asks for none: each message is one frame as written.
-        self._server = serve(self._handle, "127.0.0.1", 0, compression=None)
+        self._server = serve(self._handle, "127.0.0.1", 0, compression=None, ssl=self.ssl_context)
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-ws", daemon=True)
         self._thread.start()
         return self
@@ -138,4 +147,7 @@ class WebSocketEndpoint:
         except ValueError:
             event = message
         self.received.append(event)
-        return event.get("type") if isinstance(event, dict) else None
+        if not isinstance(event, dict):
+            return None
+        # A message without "type" (Gemini Live's {"setup": ...}, {"tool_response": ...}) by its key.
+        return event.get("type", next(iter(event), None))

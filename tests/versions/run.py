@@ -219,6 +219,9 @@ LANES = [
          matrix=["cohere", "cohere_async"]),
     Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"],
          matrix=["gemini_dev", "gemini_dev_async", "gemini_vertex", "gemini_vertex_async"]),
+    # Gemini Live (client.aio.live.connect): the same floor; opentelemetry-instrument for the example.
+    Lane("gemini-live-floor", {"google-genai": None}, ["tests/test_gemini_live.py"],
+         extra=["opentelemetry-distro"]),
     Lane("litellm-floor", {"litellm": None}, ["tests/test_litellm.py"], matrix=["litellm", "litellm_async"]),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
          ["tests/test_frameworks_langchain.py"],

@@ -1,0 +1,192 @@
+"""google-genai's Live API over WebSocket: ``client.aio.live.connect(model=...)`` and its ``AsyncSession``.
+
+One session carries many model turns: each turn (from its first model message to its
+``turnComplete``) is one streamed request, one ``StreamState``. A ``toolCall`` message delivers
+whole calls, arguments parsed: each is complete at delivery (TELEMETRY.md section 6, "Whole calls").
+A later ``toolCallCancellation`` for a call not yet answered revokes it (``live_calls``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.errors import guarded, report
+from otel_toolcalls._core.request import Request, keep, kept, model_of, watch
+from otel_toolcalls._core.state import StreamState
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+from .adapter import GEMINI, OPERATION, VERTEX_AI
+from .live_calls import Calls
+from .live_events import process_message
+
+MODULE = "google.genai.live"
+# connect: the model asked for; AsyncSession.__init__: the session it opens (inside the manager's
+# __aenter__, in the caller's context); _receive: every message, read by receive() and
+# start_stream() alike (what it raises is the socket's end); send_tool_response: the answers;
+# close: the user's close.
+REQUIRES = Requires(
+    sdk="google-genai",
+    targets=(
+        (MODULE, "AsyncLive.connect"),
+        (MODULE, "AsyncSession.__init__"),
+        (MODULE, "AsyncSession._receive"),
+        (MODULE, "AsyncSession.send_tool_response"),
+        (MODULE, "AsyncSession.close"),
+    ),
+    provider=GEMINI,
+)
+
+_patches = Patches()
+_telemetry: list[Telemetry] = []
+# The model of the newest connect() in this context: its manager opens the session in this context.
+_ASKED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_toolcalls_gemini_live", default=None
+)
+
+
+class LiveSession:
+    """One Live session: what its turns share, the turn open now, the calls awaiting an answer.
+    Never references the SDK's session it is kept for."""
+
+    def __init__(self, telemetry: Telemetry, client: Any, model: str | None) -> None:
+        self.telemetry = telemetry
+        self.provider = VERTEX_AI if getattr(client, "vertexai", False) else GEMINI
+        self.model = model
+        options = getattr(client, "_http_options", None)
+        self.server = server_of(getattr(options, "base_url", None))
+        self.turn: StreamState | None = None
+        self.calls = Calls(telemetry)
+
+    def open_turn(self, owner: Any) -> StreamState:
+        """The turn open now, or a new one: its parent is the context current when its first
+        message is read (the consumer's span)."""
+        state = self.turn
+        if state is None:
+            request = Request(self.telemetry, self.provider, self.model, OPERATION, self.server,
+                              start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
+            state = self.turn = request.stream()
+            state.first_chunk()
+            watch(owner, state)  # a session collected mid-turn abandons it
+        return state
+
+    def end_turn(self, how: Any, *args: Any) -> None:
+        state, self.turn = self.turn, None
+        if state is not None:
+            how(state, *args)
+
+
+def _session(instance: Any) -> LiveSession | None:
+    found = kept(instance)
+    return found if isinstance(found, LiveSession) else None
+
+
+def _received(instance: Any, message: Any) -> None:
+    session = _session(instance)
+    if session is None and _telemetry and is_instrumentation_enabled():
+        # A session opened before instrument(): no model known.
+        session = LiveSession(_telemetry[0], getattr(instance, "_api_client", None), None)
+        keep(instance, session)
+    if session is not None:
+        process_message(session, message, instance)
+
+
+def _failed(instance: Any, exc: BaseException) -> None:
+    session = _session(instance)
+    if session is None:
+        return
+    if _clean_close(exc):
+        # The server closed the socket cleanly mid-turn: the turn ended without its turnComplete.
+        session.end_turn(StreamState.ended)
+    else:
+        session.end_turn(StreamState.failed, exc)
+
+
+def _clean_close(exc: BaseException) -> bool:
+    # google-genai raises APIError(1000) for a clean close (3.x), or lets ConnectionClosedOK through.
+    from websockets.exceptions import ConnectionClosedOK
+
+    return isinstance(exc, ConnectionClosedOK) or getattr(exc, "code", None) == 1000
+
+
+def _closing(instance: Any) -> None:
+    session = _session(instance)
+    if session is not None:
+        session.end_turn(StreamState.closed)
+
+
+def _answered(instance: Any, kwargs: Any) -> None:
+    session = _session(instance)
+    if session is not None:
+        session.calls.answered(kwargs.get("function_responses"))
+
+
+# -- the wrappers --------------------------------------------------------------------------------
+
+
+def _connect(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    manager = wrapped(*args, **kwargs)
+    _ASKED.set(model_of(kwargs.get("model")))
+    return manager
+
+
+def _init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
+    wrapped(*args, **kwargs)
+    if _telemetry and is_instrumentation_enabled():
+        try:
+            client = kwargs.get("api_client", args[0] if args else None)
+            keep(instance, LiveSession(_telemetry[0], client, _ASKED.get()))
+        except Exception as exc:
+            report(f"{__name__}.session", exc)
+
+
+async def _receive(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    try:
+        message = await wrapped(*args, **kwargs)
+    except Exception as exc:
+        # A cancelled read (not an Exception) ends nothing: the session goes on.
+        guarded(_failed, instance, exc)
+        raise
+    guarded(_received, instance, message)
+    return message
+
+
+async def _send_tool_response(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    guarded(_answered, instance, kwargs)
+    return await wrapped(*args, **kwargs)
+
+
+async def _close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    guarded(_closing, instance)
+    return await wrapped(*args, **kwargs)
+
+
+_WRAPPERS = {
+    "AsyncLive.connect": _connect,
+    "AsyncSession.__init__": _init,
+    "AsyncSession._receive": _receive,
+    "AsyncSession.send_tool_response": _send_tool_response,
+    "AsyncSession.close": _close,
+}
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    try:
+        __import__(MODULE)
+    except ImportError:
+        return False
+    _telemetry[:] = [telemetry]
+    for attr, wrapper in _WRAPPERS.items():
+        _patches.wrap(MODULE, attr, wrapper)
+    return bool(_patches)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
+    _telemetry.clear()
