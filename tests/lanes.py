@@ -31,6 +31,10 @@ FRAMEWORK_ADAPTERS = ("autogen", "crewai", "google_adk", "llama_index", "strands
 # adapter -> the version lanes (tests/versions/run.py) whose venvs hold its SDK, kept out of the
 # main venv because it pins a dependency below the main venv's (aiobotocore: botocore).
 VERSION_LANE_ADAPTERS = {"aiobotocore": ("aiobotocore", "aiobotocore-floor")}
+# Version lanes that are framework lanes: the main venv's frameworks at a release between their
+# floor and newest, each lane's lane-aware tests run for these adapters (tests/versions/run.py pins
+# their distributions and runs those tests there; tests/test_import_order.py checks it).
+VERSION_FRAMEWORK_LANES = {"main-frameworks-mid": ("langchain", "mcp", "openai_agents", "pydantic_ai")}
 
 
 def requires(adapter: str) -> Any:
@@ -39,6 +43,14 @@ def requires(adapter: str) -> Any:
 
 def installed(adapter: str) -> bool:
     return requires(adapter).version() is not None
+
+
+def targets_here(adapter: str) -> list[tuple[str, str]]:
+    """The installed release's targets, less those of surfaces it does not have (mcp's server: one
+    target per major)."""
+    req = requires(adapter)
+    absent = set(req.absent_modules())
+    return [(module, attr) for module, attr in req.current() if module not in absent]
 
 
 def requirement_names(path: str) -> set[str]:
@@ -60,8 +72,14 @@ def _lanes_of(adapter: str) -> list[tuple[str, str]]:
 FRAMEWORK_VENVS = {adapter: _lanes_of(adapter) for adapter in FRAMEWORK_ADAPTERS}
 # The framework lane this interpreter is (its venv's directory name), if it is one.
 LANE_HERE = Path(sys.prefix).name if Path(sys.prefix).name in FRAMEWORK_LANES else None
+# The version lane this interpreter is (.version-venvs/<lane>), if it is a framework lane.
+_PREFIX = Path(sys.prefix)
+_IN_VERSION_LANE = _PREFIX.parent.name == ".version-venvs" and _PREFIX.name in VERSION_FRAMEWORK_LANES
+VERSION_LANE_HERE = _PREFIX.name if _IN_VERSION_LANE else None
 
-FRAMEWORKS_HERE = [a for a in sorted(FRAMEWORK_VENVS) if installed(a)]
+FRAMEWORKS_HERE = [a for a in sorted(FRAMEWORK_VENVS) if installed(a)] or sorted(
+    VERSION_FRAMEWORK_LANES.get(VERSION_LANE_HERE or "", ())
+)
 # The adapters this venv's lane-aware tests cover.
 HERE = FRAMEWORKS_HERE or [a for a in adapter_names() if installed(a)]
 

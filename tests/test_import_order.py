@@ -32,7 +32,9 @@ from lanes import (
     FRAMEWORKS_HERE,
     HERE,
     LANE_HERE,
+    VERSION_FRAMEWORK_LANES,
     VERSION_LANE_ADAPTERS,
+    VERSION_LANE_HERE,
     installed,
     make_recipe,
     requirement_names,
@@ -150,7 +152,11 @@ def test_every_adapter_has_an_app() -> None:
 
 
 def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:
-    if FRAMEWORKS_HERE:
+    if VERSION_LANE_HERE:
+        # The main venv's frameworks at another release: their apps, every one installed.
+        assert sorted(VERSION_FRAMEWORK_LANES[VERSION_LANE_HERE]) == MATRIX
+        assert all(installed(adapter) for adapter in MATRIX)
+    elif FRAMEWORKS_HERE:
         # A framework lane: its frameworks' apps, every one installed (none silently absent).
         assert LANE_HERE is not None, sys.prefix
         assert sorted(a for a, venv, _ in LANES_OF if venv == LANE_HERE) == MATRIX
@@ -170,6 +176,22 @@ def test_version_lane_apps_run_in_their_lanes(adapter: str) -> None:
     ]
     assert sorted(runs) == sorted(VERSION_LANE_ADAPTERS[adapter])
     assert "opentelemetry-distro" in [x for each in lane.LANES if each.name in runs for x in each.extra]
+
+
+LANE_AWARE = ["tests/test_import_order.py", "tests/test_missing_targets.py", "tests/test_doctor.py"]
+
+
+@pytest.mark.parametrize("name", sorted(VERSION_FRAMEWORK_LANES))
+def test_version_framework_lanes_pin_their_frameworks_and_run_the_lane_aware_tests(name: str) -> None:
+    """A version lane named a framework lane (tests/lanes.py) pins each of its adapters' distributions
+    and runs their tests and the lane-aware ones, with opentelemetry-instrument."""
+    (lane,) = [each for each in _version_lanes().LANES if each.name == name]
+    pinned = {spec.split("[", 1)[0].lower() for spec in lane.pins}
+    for adapter in VERSION_FRAMEWORK_LANES[name]:
+        assert requires(adapter).sdk in pinned, adapter
+        assert f"tests/test_frameworks_{adapter}.py" in lane.tests, adapter
+    assert set(LANE_AWARE) <= set(lane.tests)
+    assert "opentelemetry-distro" in lane.extra
 
 
 def _version_lanes() -> Any:

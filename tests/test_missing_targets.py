@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, installed, requirement_pins, requires
+from lanes import FRAMEWORK_VENVS, FRAMEWORKS_HERE, installed, requirement_pins, requires, targets_here
 
 from otel_toolcalls._wiring.adapters import adapter_names
 from otel_toolcalls._wiring.patches import Patches
@@ -46,10 +46,10 @@ def _warnings(body: str) -> list[str]:
 
 # adapter -> the targets a release removed: in the main venv a provider SDK's; in a framework venv
 # (tests/lanes.py) each of its frameworks' (the first target, or the last: a later one gone).
-BEFORE = {a: [requires(a).current()[0]] for a in FRAMEWORKS_HERE} or {
+BEFORE = {a: [targets_here(a)[0]] for a in FRAMEWORKS_HERE} or {
     "mistral": [("mistralai.client.chat", "Chat.stream_async")]
 }
-AFTER = {a: [requires(a).current()[-1]] for a in FRAMEWORKS_HERE} or {
+AFTER = {a: [targets_here(a)[-1]] for a in FRAMEWORKS_HERE} or {
     "groq": [("groq._streaming", "Stream.__stream__"), ("groq._streaming", "AsyncStream.close")]
 }
 DELETE = """

@@ -56,6 +56,13 @@ def test_every_floor_a_lane_runs_is_in_the_table() -> None:
             assert Version(TESTED[name][0]) == Version(lane.FLOORS[name]), name
 
 
+def test_every_version_a_lane_pins_is_inside_the_tested_range() -> None:
+    # A release between floor and newest (main-frameworks-mid) is a claim too: inside the range.
+    for name, versions in _pinned_by_lanes(_lane_module()).items():
+        oldest, newest = (Version(v) for v in TESTED[name])
+        assert all(oldest <= Version(v) <= newest for v in versions), (name, versions)
+
+
 def test_a_framework_is_tested_from_the_oldest_to_the_newest_version_its_lanes_pin() -> None:
     for name, paths in FRAMEWORKS.items():
         pins = [requirement_pins(path).get(name) for path in paths]

@@ -38,6 +38,8 @@ TESTED: dict[str, tuple[str, str]] = {
     "pydantic-ai-slim": ("1.86.1", "2.68.0"),
     "openai-agents": ("0.19.0", "0.24.0"),
     "mcp": ("1.25.0", "2.3.0"),
+    # LangGraph/langchain-core, pydantic-ai, openai-agents and mcp also run between floor and newest
+    #   (langchain-core 1.0.7, 2.0.0, 0.20.0, 2.0.0): the version lane main-frameworks-mid.
     # The frameworks' lanes (tests/frameworks/requirements*.txt pin them). Why each oldest is there:
     # LlamaIndex: 0.14.9 is the first of the last twelve months; 0.13.0, where the
     #   workflow agents' call_tool step took its present form, is covered too. Lanes 0.13.0,

@@ -230,6 +230,22 @@ LANES = [
     Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
     Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py", "tests/test_remote_mcp.py"],
          extra=["openai"], why="the floor; and the first major, which injects nothing into _meta itself"),
+    # The main venv's frameworks at a release between floor and newest, resolved together (openai
+    # 2.x): their tests and the lane-aware ones (tests/lanes.py VERSION_FRAMEWORK_LANES). Why each:
+    # langgraph 1.0.10 / langchain-core 1.0.7 / langchain-openai 1.0.3: the 1.0 line, the first major
+    # after the floor's 0.3; pydantic-ai-slim 2.0.0 and mcp 2.0.0: the first of the major the newest
+    # is in; openai-agents 0.20.0: the last on openai 2 (0.21 requires openai 3).
+    Lane("main-frameworks-mid",
+         {"langgraph": "1.0.10", "langchain-core": "1.0.7", "langchain-openai": "1.0.3",
+          "pydantic-ai-slim[openai]": "2.0.0", "openai-agents": "0.20.0", "mcp": "2.0.0"},
+         [*(f"tests/test_frameworks_{a}.py" for a in ("langchain", "pydantic_ai", "openai_agents", "mcp")),
+          "tests/test_remote_mcp.py", "tests/test_import_order.py", "tests/test_missing_targets.py",
+          "tests/test_doctor.py"],
+         extra=["openai", "opentelemetry-distro"],
+         # Those of langgraph 1.0.10's day: checkpoint 4 calls langchain-core's Reviver(allowed_objects=),
+         # which 1.0.7 lacks; prebuilt 1.0.9 imports langgraph.runtime.ExecutionInfo, which 1.0.10 lacks.
+         era=["langgraph-checkpoint<4", "langgraph-prebuilt==1.0.8"],
+         why="langchain, pydantic-ai, openai-agents, mcp between their floors and newest"),
     # A process with one distribution of instruments-any and no provider SDK, under
     # opentelemetry-instrument: each at the extra's floor (tests/test_dark_processes.py).
     Lane("mcp-alone", {"mcp": None}, ["tests/test_dark_processes.py"], extra=["opentelemetry-distro"],
