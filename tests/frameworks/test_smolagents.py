@@ -11,9 +11,18 @@ which ends ``run()``; nothing is executed.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+# LiteLLMModel imports litellm: its model cost map from the package, not the network.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 from framework_spans import PARTIAL, WHOLE, Body, cut_turn, executions, truncated_turn
 from opentelemetry.trace import StatusCode
 from smolagents import OpenAIServerModel, ToolCallingAgent, tool
@@ -141,7 +150,78 @@ def test_cut_stream_ends_the_run_and_executes_nothing(instrument: Any, telemetry
     assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
 
 
+def test_through_litellm_the_stream_is_traced_once(instrument: Any, telemetry: Any, fake: Any) -> None:
+    # LiteLLMModel streams through litellm, which streams through the openai SDK: both adapters
+    # see the stream, one tool_call span per call comes out, the execution linked to it.
+    pytest.importorskip("litellm")
+    from smolagents import LiteLLMModel
+
+    model = LiteLLMModel(model_id="openai/gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="sk-fake")
+    agent = ToolCallingAgent(
+        tools=[get_weather], model=model, stream_outputs=True, max_steps=3, verbosity_level=LogLevel.OFF
+    )
+    fake.enqueue(tool_call_script([WHOLE]), _final())
+    assert agent.run("Weather in Zürich?") == "Sunny."
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in telemetry.tool_spans()) == sorted(
+        [WHOLE.id, FINAL.id]
+    )
+    execution = _by_call(telemetry)[WHOLE.id]
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [link.context.span_id for link in execution.links] == [
+        _tool_call_span(telemetry, WHOLE.id).context.span_id
+    ]
+    assert body.calls == [("Zürich", execution.context.span_id)]
+
+
 def test_a_direct_call_gets_no_span(instrument: Any, telemetry: Any, fake: Any) -> None:
     # Not a model's call: no id to link, no span (as for LangChain's tools run without a ToolCall).
     assert _agent(fake).execute_tool_call("get_weather", {"location": "Bern"}) == "sunny"
     assert body.locations == ["Bern"] and executions(telemetry) == []
+
+
+def _spans(stdout: str) -> list[dict[str, Any]]:
+    """ConsoleSpanExporter's documents, back to back, among the example's own lines."""
+    decoder, spans, at = json.JSONDecoder(), [], stdout.find("{\n")
+    while at != -1:
+        span, end = decoder.raw_decode(stdout, at)
+        spans.append(span)
+        at = stdout.find("\n{\n", end)
+        at = at + 1 if at != -1 else -1
+    return spans
+
+
+def test_the_example_under_opentelemetry_instrument() -> None:
+    bin_dir = Path(sys.executable).parent
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_TOOLCALLS_STRICT": "true",
+    }
+    example = Path(__file__).resolve().parents[2] / "examples" / "smolagents_agent.py"
+    out = subprocess.run(
+        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,  # a hang guard, not a performance bound
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    # The cut call never reached the tool body; smolagents kept the refusal as step 1's error.
+    assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
+    assert "step 1: AgentToolCallError" in lines and "answer: Sunny in Zürich." in lines
+    spans = _spans(out.stdout)
+    calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
+        "call_cut": "aborted",
+        "call_whole": "completed",
+        "call_final": "completed",
+    }
+    assert calls["call_cut"]["attributes"]["toolcall.abort_reason"] == "truncated"
+    runs = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("execute_tool ")}
+    assert sorted(runs) == ["call_cut", "call_final", "call_whole"]
+    assert runs["call_cut"]["status"]["status_code"] == "ERROR" and runs["call_cut"]["links"] == []
+    (link,) = runs["call_whole"]["links"]
+    assert link["context"]["span_id"] == calls["call_whole"]["context"]["span_id"]
