@@ -59,13 +59,22 @@ class _Issued:
         self._lock = threading.Lock()
         self._by_agent: weakref.WeakKeyDictionary[Any, list[_Call]] = weakref.WeakKeyDictionary()
 
+    def _calls(self, agent: Any) -> list[_Call]:
+        try:
+            return self._by_agent.get(agent, [])
+        except TypeError:  # not weakly referenceable: add() kept nothing for it
+            return []
+
     def add(self, agent: Any, calls: list[_Call]) -> None:
         with self._lock:
             self._by_agent.setdefault(agent, []).extend(calls)
 
     def drop(self, agent: Any, calls: list[_Call]) -> None:
         with self._lock:
-            left = [call for call in self._by_agent.get(agent, ()) if all(call is not c for c in calls)]
+            kept = self._calls(agent)
+            if not kept:
+                return
+            left = [call for call in kept if all(call is not c for c in calls)]
             if left:
                 self._by_agent[agent] = left
             else:
@@ -73,7 +82,7 @@ class _Issued:
 
     def take(self, agent: Any, name: Any, arguments: Any) -> str | None:
         with self._lock:
-            calls = self._by_agent.get(agent, [])
+            calls = self._calls(agent)
             named = [call for call in calls if call.name == name]
             call = next((c for c in named if c.handed(arguments)), named[0] if named else None)
             if call is None:
