@@ -30,6 +30,7 @@ from smolagents.monitoring import LogLevel
 from smolagents.utils import AgentGenerationError, AgentToolCallError
 
 from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls.testing import Script
 from otel_toolcalls.testing.openai_chat import ToolCall, tool_call_script
 
 body = Body()
@@ -170,6 +171,39 @@ def test_through_litellm_the_stream_is_traced_once(instrument: Any, telemetry: A
     assert [link.context.span_id for link in execution.links] == [
         _tool_call_span(telemetry, WHOLE.id).context.span_id
     ]
+    assert body.calls == [("Zürich", execution.context.span_id)]
+
+
+def _completion(call: ToolCall) -> Script:
+    """A chat completion, not streamed, carrying ``call``."""
+    function = {"name": call.name, "arguments": call.arguments}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call.id, "type": "function", "function": function}],
+    }
+    body = {
+        "id": "chatcmpl-whole",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20},  # smolagents reads it
+    }
+    return Script(writes=[json.dumps(body).encode()], content_type="application/json")
+
+
+def test_not_streamed_the_execution_is_unknown_and_not_refused(
+    instrument: Any, telemetry: Any, fake: Any
+) -> None:
+    # stream_outputs=False: the call was never seen streamed; strict refuses only calls known cut.
+    instrument(strict=True)
+    fake.enqueue(_completion(WHOLE), _completion(FINAL))
+    agent = _agent(fake)
+    agent.stream_outputs = False
+    assert agent.run("Weather in Zürich?") == "Sunny."
+    execution = _by_call(telemetry)[WHOLE.id]
+    assert execution.attributes["toolcall.outcome"] == "unknown" and execution.links == ()
     assert body.calls == [("Zürich", execution.context.span_id)]
 
 
