@@ -151,18 +151,38 @@ def test_cut_stream_ends_the_run_and_executes_nothing(instrument: Any, telemetry
     assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
 
 
-def test_through_litellm_the_stream_is_traced_once(instrument: Any, telemetry: Any, fake: Any) -> None:
-    # LiteLLMModel streams through litellm, which streams through the openai SDK: both adapters
-    # see the stream, one tool_call span per call comes out, the execution linked to it.
+def _litellm_model(fake: Any) -> Any:
     pytest.importorskip("litellm")
     from smolagents import LiteLLMModel
 
-    model = LiteLLMModel(model_id="openai/gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="sk-fake")
+    return LiteLLMModel(model_id="openai/gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="sk-fake")
+
+
+def _inference_client_model(fake: Any) -> Any:
+    from smolagents import InferenceClientModel
+
+    # An endpoint URL as the model (smolagents passes model_id as the client's model: no base_url).
+    return InferenceClientModel(model_id=fake.base_url + "/v1/chat/completions", api_key="hf-fake")
+
+
+# LiteLLMModel streams through litellm, which streams through the openai SDK (both adapters see the
+# stream); InferenceClientModel through huggingface_hub's InferenceClient.
+@pytest.mark.parametrize(
+    "model_of", [_litellm_model, _inference_client_model], ids=["litellm", "huggingface"]
+)
+def test_other_model_classes_are_traced_once(
+    instrument: Any, telemetry: Any, fake: Any, model_of: Any
+) -> None:
     agent = ToolCallingAgent(
-        tools=[get_weather], model=model, stream_outputs=True, max_steps=3, verbosity_level=LogLevel.OFF
+        tools=[get_weather],
+        model=model_of(fake),
+        stream_outputs=True,
+        max_steps=3,
+        verbosity_level=LogLevel.OFF,
     )
     fake.enqueue(tool_call_script([WHOLE]), _final())
     assert agent.run("Weather in Zürich?") == "Sunny."
+    # One tool_call span per call, the execution linked to it.
     assert sorted(s.attributes["gen_ai.tool.call.id"] for s in telemetry.tool_spans()) == sorted(
         [WHOLE.id, FINAL.id]
     )
