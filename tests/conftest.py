@@ -25,6 +25,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_google_adk.py": "google.adk",
     "frameworks/test_autogen.py": "autogen_agentchat",
     "frameworks/test_crewai.py": "crewai",
+    "frameworks/test_smolagents.py": "smolagents",
 }
 
 

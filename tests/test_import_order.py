@@ -75,6 +75,7 @@ ADAPTERS = {
     "google_adk": ("execution", "call_google_adk"),
     "autogen": ("execution", "call_autogen"),
     "crewai": ("execution", "call_crewai"),
+    "smolagents": ("execution", "call_smolagents"),
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}

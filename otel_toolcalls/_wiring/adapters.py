@@ -42,6 +42,7 @@ ADAPTERS: dict[str, str] = {
     "mcp": f"{_F}.mcp.adapter",
     "openai_agents": f"{_F}.openai_agents",
     "pydantic_ai": f"{_F}.pydantic_ai",
+    "smolagents": f"{_F}.smolagents",
     "strands": f"{_F}.strands",
 }
 

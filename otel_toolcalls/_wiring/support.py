@@ -66,6 +66,10 @@ TESTED: dict[str, tuple[str, str]] = {
     #   latter moved to crewai.agents.agent_executor in 1.15.29. Lanes 1.10.1, 1.13.0 (-mid),
     #   1.15.28, 1.15.30.
     "crewai": ("1.10.1", "1.15.30"),
+    # smolagents: 1.24.0 (2025-12-22), the first of the last twelve months; ToolCallingAgent's
+    #   process_tool_calls / execute_tool_call and the streamed step are the same from 1.24.0 to
+    #   1.26.0. Lanes 1.24.0, 1.26.0.
+    "smolagents": ("1.24.0", "1.26.0"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),
