@@ -151,7 +151,7 @@ clean:
 # ---- The pipeline users run (issue 30): Jaeger v2 and the agent tier's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its
 # module's go.mod/go.sum (a pinned version) or main.go changes. Jaeger v1.75.0 is Jaeger v2.12.0;
-# the agent (collector-config/go/agent) is at the same Collector release, v0.139.0.
+# the agent (collector-config/go/agent) is at Collector v0.140.1 (main.go says why not v0.139.0).
 PIPELINE := .pipeline
 PIPELINE_BIN := $(PIPELINE)/bin
 GO ?= go

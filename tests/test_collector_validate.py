@@ -2,7 +2,7 @@
 
 The binaries are built from their Go modules by `make pipeline-bins` (.pipeline/bin): Jaeger v2.12.0
 (Collector v0.139.0) runs otelcol.yaml, gateway.yaml and jaeger.yaml; the agent Collector built
-here (collector-config/go/agent, Collector v0.139.0) runs agent.yaml. The tests skip only when the
+here (collector-config/go/agent, Collector v0.140.1) runs agent.yaml. The tests skip only when the
 binaries are not built; `make test` builds them first. tempo.yaml is Grafana Tempo's (AGPL, not
 run here): tests/test_collector_config.py checks it by type only.
 """

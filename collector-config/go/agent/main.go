@@ -1,8 +1,11 @@
 // The agent tier's Collector (collector-config/agent.yaml): OTLP in, memory_limiter and batch,
 // spans out through contrib's loadbalancing exporter (routing by trace id), metrics out through
 // OTLP. Jaeger's own binary, which serves as the gateway, has no loadbalancing exporter.
-// Every module is at one Collector release, the one Jaeger v1.75.0 is built on (core v0.139.0,
-// stable modules v1.45.0).
+// Every module is at one Collector release: core v0.140.0, stable modules v1.46.0, contrib
+// v0.140.1. Not v0.139.0, Jaeger v1.75.0's: its loadbalancing exporter hands its own component id
+// to the OTLP factory, which refuses it, so no gateway exporter is ever created and every span is
+// rejected (contrib issue 43950, fixed in v0.140.1). Both releases name the exporters `otlp` and
+// `loadbalancing`.
 package main
 
 import (
@@ -22,10 +25,12 @@ import (
 	"go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 )
 
 func components() (otelcol.Factories, error) {
-	var factories otelcol.Factories
+	// The Collector's own logs and metrics (service::telemetry); required since v0.140.
+	factories := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
 	if factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		otlpreceiver.NewFactory(),
@@ -51,7 +56,7 @@ func main() {
 		BuildInfo: component.BuildInfo{
 			Command:     "otelcol-toolcalls-agent",
 			Description: "otel_toolcalls agent-tier Collector (otlp, memory_limiter, batch, loadbalancing)",
-			Version:     "0.139.0",
+			Version:     "0.140.1",
 		},
 		Factories: components,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
