@@ -150,10 +150,10 @@ def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
         for span in spans:
             a = attrs(span)
             if span["name"].startswith("tool_call "):
-                row = expected[a[n.GEN_AI_TOOL_CALL_ID]]
+                row = expected[a[n.TOOLCALL_CALL_ID]]
                 assert row["trace_id"] == trace_id
                 assert a[n.TOOLCALL_OUTCOME] == row["outcome"]
-                tool_calls[a[n.GEN_AI_TOOL_CALL_ID]] = span
+                tool_calls[a[n.TOOLCALL_CALL_ID]] = span
                 if row["outcome"] == n.ABORTED:
                     reason = REASON[row["kind"]]
                     assert a[n.TOOLCALL_ABORT_REASON] == reason
