@@ -98,7 +98,7 @@ lanes: $(VENV)/.stamp-test
 FW_VENV := .venv-frameworks
 CREWAI_VENV := .venv-crewai
 FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
-  $(CREWAI_VENV)-floor
+  $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid
 FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks \
   tests/test_import_order.py tests/test_missing_targets.py tests/test_doctor.py
 
@@ -116,6 +116,9 @@ $(eval $(call FW_VENV_RULE,$(FW_VENV)-floor,tests/frameworks/requirements-floor.
 $(eval $(call FW_VENV_RULE,$(CREWAI_VENV),tests/frameworks/requirements-crewai.txt))
 $(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-previous,tests/frameworks/requirements-crewai-previous.txt))
 $(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-floor,tests/frameworks/requirements-crewai-floor.txt))
+# A release inside each claimed range, between the floor and the previous design's last (-mid).
+$(eval $(call FW_VENV_RULE,$(FW_VENV)-mid,tests/frameworks/requirements-mid.txt))
+$(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-mid,tests/frameworks/requirements-crewai-mid.txt))
 
 frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	$(FW_VENV)/bin/python $(FW_PYTEST)
@@ -124,6 +127,8 @@ frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	$(CREWAI_VENV)/bin/python $(FW_PYTEST)
 	$(CREWAI_VENV)-previous/bin/python $(FW_PYTEST)
 	$(CREWAI_VENV)-floor/bin/python $(FW_PYTEST)
+	$(FW_VENV)-mid/bin/python $(FW_PYTEST)
+	$(CREWAI_VENV)-mid/bin/python $(FW_PYTEST)
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x, in a
 # venv of its own (the version lane "wrapt-1"), so they run beside the rest.
@@ -134,6 +139,14 @@ wrapt1: $(VENV)/.stamp-test
 # changed), each in its own venv under .version-venvs/, two at a time (tests/versions/run.py).
 versions: $(VENV)/.stamp-test
 	$(PY) tests/versions/run.py
+
+# The openai and anthropic SDKs' own tests (their tests/lib, from the sdists on PyPI, at the newest
+# versions _wiring/support.py states), bare and with the package instrumented, in venvs of their own
+# under .sdk-suites/: fails on a test whose outcome differs, or on any toolcall.internal_errors.
+# Not part of `test` (about 20 CPU minutes; README, "The SDKs' own test suites").
+.PHONY: sdk-suites
+sdk-suites: $(VENV)/.stamp-test
+	$(PY) tests/sdk_suites/run.py
 
 # Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
@@ -146,7 +159,7 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .pytest_cache .mypy_cache .ruff_cache
 
 # ---- The pipeline users run (issue 30): Jaeger v2 and the agent tier's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its

@@ -20,9 +20,11 @@ FRAMEWORK_LANES = {
     ".venv-frameworks": "tests/frameworks/requirements.txt",
     ".venv-frameworks-previous": "tests/frameworks/requirements-previous.txt",
     ".venv-frameworks-floor": "tests/frameworks/requirements-floor.txt",
+    ".venv-frameworks-mid": "tests/frameworks/requirements-mid.txt",
     ".venv-crewai": "tests/frameworks/requirements-crewai.txt",
     ".venv-crewai-previous": "tests/frameworks/requirements-crewai-previous.txt",
     ".venv-crewai-floor": "tests/frameworks/requirements-crewai-floor.txt",
+    ".venv-crewai-mid": "tests/frameworks/requirements-crewai-mid.txt",
 }
 FRAMEWORK_ADAPTERS = ("autogen", "crewai", "google_adk", "llama_index", "strands")
 

@@ -3,6 +3,7 @@ the helpers, the beta twins, the SDK's own tracing, and behaviour with and witho
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -518,3 +519,52 @@ def test_tool_runner_error_result_fails_the_execution_and_its_duration_point(
     assert execution.attributes[n.TOOLCALL_OUTCOME] == "completed"
     (point,) = telemetry.points(n.METRIC_EXECUTE_TOOL_DURATION)
     assert point.attributes[n.ERROR_TYPE] == "tool_error"
+
+
+def _message_body(content: list[dict[str, Any]], stop_reason: str) -> Script:
+    message = {"id": "msg_whole_1", "type": "message", "role": "assistant", "model": MODEL,
+               "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+               "usage": {"input_tokens": 10, "output_tokens": 5}}  # fmt: skip
+    return Script([json.dumps(message).encode()], content_type="application/json")
+
+
+@needs_tool_runner
+@pytest.mark.parametrize("sdk_tracing", [False, pytest.param(True, marks=needs_sdk_tracing)])
+def test_tool_runner_without_streaming_leaves_the_sdk_span_alone(
+    telemetry: Any, instrument: Any, fake: FakeProvider, sdk_tracing: bool
+) -> None:
+    """A call the package never saw streamed: the SDK's own execution span gets no toolcall.outcome
+    (``unknown`` there would only say the request was not streamed); the package's own execute_tool
+    span, made where the SDK traces nothing, says ``unknown`` (TELEMETRY section 3)."""
+    tool_use = {
+        "type": "tool_use",
+        "id": "toolu_whole_01",
+        "name": "get_weather",
+        "input": {"location": "Zürich"},
+    }
+    fake.enqueue(
+        _message_body([tool_use], "tool_use"), _message_body([{"type": "text", "text": "Sunny."}], "end_turn")
+    )
+    ran: list[str] = []
+
+    @anthropic.beta_tool
+    def get_weather(location: str) -> str:
+        """The weather at a location."""
+        ran.append(location)
+        return "sunny"
+
+    c = client(fake, **tracing(telemetry, sdk_tracing))
+    runner = c.beta.messages.tool_runner(model=MODEL, max_tokens=1024, messages=MESSAGES, tools=[get_weather])
+    assert runner.until_done().stop_reason == "end_turn" and ran == ["Zürich"]
+    (execution,) = [
+        s for s in telemetry.spans() if (s.attributes or {}).get(n.GEN_AI_OPERATION_NAME) == "execute_tool"
+    ]
+    attrs = execution.attributes or {}
+    assert execution.links == ()
+    if sdk_tracing:
+        assert execution.name == "anthropic.custom_tool_use get_weather"
+        assert n.TOOLCALL_OUTCOME not in attrs and n.TOOLCALL_ABORT_REASON not in attrs
+    else:
+        assert execution.name == "execute_tool get_weather"
+        assert attrs[n.TOOLCALL_OUTCOME] == "unknown"
+    assert telemetry.tool_spans() == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import openai
@@ -14,6 +15,10 @@ from otel_toolcalls._core import process
 from otel_toolcalls._core.calls import classify, error_type_of
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
+
+# openai 3.60 reads the request's headers on a connection error (None no longer does); its
+# HTTP client moved from httpx to httpx2, so a stand-in with headers serves every release.
+_REQUEST: Any = types.SimpleNamespace(headers={})
 
 
 @pytest.fixture
@@ -63,21 +68,53 @@ def test_odd_input_never_raises(telemetry, make):
     assert telemetry.one("chat ").attributes[n.ERROR_TYPE] == n.OTHER
 
 
-def test_second_start_for_open_index_ends_first_incomplete(telemetry, make):
+def test_second_start_for_open_index_ends_a_cut_first_unterminated(telemetry, make):
+    # TELEMETRY.md section 6, "Keying on self-hosted servers": the earlier call's own arguments
+    # decide; these stop mid-number, so it ends at once, before the second call's span starts.
     s = make()
     s.block_started(0, name="first", call_id="a")
     s.fragment(0, '{"x": 1')
     s.block_started(0, name="second", call_id="b")
+    first = tool(telemetry, "first")
     s.fragment(0, "{}")
     s.settle("tool_calls", completes_open=True)
     s.final_event()
     s.ended()
-    first = tool(telemetry, "first")
-    assert outcome(first) == ("aborted", "incomplete")
-    assert first.attributes[n.ERROR_TYPE] == "incomplete"
+    assert outcome(first) == ("aborted", "unterminated")
+    assert first.attributes[n.ERROR_TYPE] == "unterminated"
     assert first.status.status_code is StatusCode.ERROR
+    assert first.status.description == n.ABORT_DESCRIPTIONS[n.UNTERMINATED]
     assert outcome(tool(telemetry, "second")) == ("completed", None)
-    assert telemetry.calls_by_outcome() == {("aborted", "incomplete"): 1, ("completed", None): 1}
+    assert telemetry.calls_by_outcome() == {("aborted", "unterminated"): 1, ("completed", None): 1}
+    assert REGISTRY.get("a").outcome == "aborted" and REGISTRY.get("b").outcome == "completed"
+
+
+@pytest.mark.parametrize("arguments", ['{"x": 1}', "", "  \n"])
+def test_second_start_for_open_index_keeps_a_closed_first_open(telemetry, make, arguments):
+    # A closed (or empty: no evidence) earlier call completes with the rest at the completion event.
+    s = make()
+    s.block_started(0, name="first", call_id="a")
+    s.fragment(0, arguments)
+    s.block_started(0, name="second", call_id="b")
+    assert telemetry.tool_spans() == []
+    s.fragment(0, '{"y": 2}')
+    s.settle("tool_calls", completes_open=True)
+    s.final_event()
+    s.ended()
+    assert outcome(tool(telemetry, "first")) == ("completed", None)
+    assert outcome(tool(telemetry, "second")) == ("completed", None)
+    assert REGISTRY.get("a").outcome == "completed" and REGISTRY.get("b").outcome == "completed"
+
+
+def test_a_superseded_call_ends_with_the_stream_when_it_breaks(telemetry, make):
+    s = make()
+    s.block_started(0, name="first", call_id="a")
+    s.fragment(0, '{"x": 1}')
+    s.block_started(0, name="second", call_id="b")
+    s.fragment(0, '{"y"')
+    s.failed(ConnectionError("gone"))
+    assert outcome(tool(telemetry, "first")) == ("aborted", "stream_error")
+    assert outcome(tool(telemetry, "second")) == ("aborted", "stream_error")
 
 
 def test_none_and_empty_fragments_count_nothing(telemetry, make):
@@ -144,7 +181,8 @@ def test_classify(reason, expected):
 
 def test_error_type_names():
     assert error_type_of(ValueError()) == "ValueError"
-    assert error_type_of(openai.APIConnectionError(request=None)) == "openai.APIConnectionError"  # type: ignore[arg-type]
+    dropped = openai.APIConnectionError(request=_REQUEST)
+    assert error_type_of(dropped) == "openai.APIConnectionError"
 
 
 def test_stopped_but_not_settled_is_completed_at_stop_time(telemetry, make):
@@ -248,7 +286,7 @@ def test_failed_stream_records_exception_type(telemetry, make):
     s = make()
     s.block_started(0, name="f", call_id="x")
     s.fragment(0, "{")
-    s.failed(openai.APIConnectionError(request=None))  # type: ignore[arg-type]
+    s.failed(openai.APIConnectionError(request=_REQUEST))
     span = tool(telemetry, "f")
     assert span.attributes[n.ERROR_TYPE] == "openai.APIConnectionError"
     (point,) = telemetry.points("toolcall.calls")

@@ -14,6 +14,7 @@ from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, active
+from otel_toolcalls._linking.context import Execution
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, request, tool_call_script
 
 
@@ -236,3 +237,24 @@ def test_a_long_tool_name_is_cut_on_the_execution_span(telemetry, instrument):
     run = executed(telemetry)
     assert run.name == "execute_tool " + long_name[:256]
     assert run.attributes[n.GEN_AI_TOOL_NAME] == long_name[:256]
+
+
+@pytest.mark.parametrize("framework_id", [None, "call_" + "x" * 300])
+def test_a_framework_span_gets_the_call_id_only_where_it_has_none(telemetry, instrument, framework_id):
+    # A framework's own execution span (mcp 2.x's tools/call span names no call): adopted, it says
+    # which call it ran; an id the framework wrote itself (here whole, longer than the package cuts
+    # to) is left as it is.
+    call_id = framework_id or "call_adopted"
+    stream_call(call_id, reason=None)
+    tracer = telemetry.tracer_provider.get_tracer("framework")
+    attributes = {n.GEN_AI_OPERATION_NAME: "execute_tool"}
+    if framework_id is not None:
+        attributes[n.GEN_AI_TOOL_CALL_ID] = framework_id
+    adopting = Execution(call_id, "get_weather", active())
+    with tracer.start_as_current_span("tools/call get_weather", attributes=attributes), adopting:
+        pass
+    (run,) = [s for s in telemetry.spans() if s.name == "tools/call get_weather"]
+    assert run.attributes[n.GEN_AI_TOOL_CALL_ID] == call_id
+    assert run.attributes[n.TOOLCALL_OUTCOME] == "completed"
+    assert len(run.links) == 1
+    assert [s.name for s in telemetry.spans() if s.name.startswith("execute_tool")] == []  # adopted

@@ -16,7 +16,6 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from console_spans import console_spans
 from lanes import (
     FRAMEWORK_VENVS,
     FRAMEWORKS_HERE,
@@ -143,20 +143,6 @@ def runs(request: pytest.FixtureRequest) -> Any:
     print(f"\nimport-order matrix: {len(futures)} processes in {time.perf_counter() - started:.1f} s")
 
 
-def _spans(stdout: str) -> list[dict[str, Any]]:
-    """The ConsoleSpanExporter prints one JSON object per span."""
-    decoder, spans, i = json.JSONDecoder(), [], 0
-    while (start := stdout.find("{", i)) != -1:
-        try:
-            obj, i = decoder.raw_decode(stdout, start)
-        except json.JSONDecodeError:
-            i = start + 1
-            continue
-        if isinstance(obj, dict) and "name" in obj and "attributes" in obj:
-            spans.append(obj)
-    return spans
-
-
 def test_every_adapter_has_an_app() -> None:
     assert sorted(ADAPTERS) == adapter_names()
     assert sorted(p.stem.removeprefix("app_") for p in APPS.glob("app_*.py")) == adapter_names()
@@ -217,7 +203,7 @@ def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
     assert f"APP OK {call_id}" in result.stdout.splitlines(), result.stderr[-4000:]
     # A healthy SDK is instrumented without a word.
     assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
-    spans = _spans(result.stdout)
+    spans = console_spans(result.stdout)
     key = "toolcall.tool.name" if adapter in BY_TOOL_NAME else "toolcall.call.id"
     calls = [s for s in spans if s["name"].startswith("tool_call ") and s["attributes"].get(key) == call_id]
     assert len(calls) == 1, [s["name"] for s in spans]

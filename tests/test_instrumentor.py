@@ -3,7 +3,6 @@ the interpreter-exit path that ends open calls before the tracer provider shuts 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 import groq
 import openai
 import pytest
+from console_spans import console_spans
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from otel_toolcalls._core import names as n
@@ -83,20 +83,6 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _console_spans(stdout: str) -> list[dict]:
-    """The ConsoleSpanExporter prints one JSON object per span."""
-    decoder, spans, i = json.JSONDecoder(), [], 0
-    while (start := stdout.find("{", i)) != -1:
-        try:
-            obj, i = decoder.raw_decode(stdout, start)
-        except json.JSONDecodeError:
-            i = start + 1
-            continue
-        if isinstance(obj, dict) and "name" in obj and "attributes" in obj:
-            spans.append(obj)
-    return spans
-
-
 def test_opentelemetry_instrument_needs_no_code_change():
     result = subprocess.run(
         [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, str(ROOT / "examples/weather_agent.py")],
@@ -113,7 +99,7 @@ def test_opentelemetry_instrument_needs_no_code_change():
     )
     assert result.returncode == 0, result.stderr
     assert "tool result: Zürich" in result.stdout
-    spans = {s["name"]: s for s in _console_spans(result.stdout)}
+    spans = {s["name"]: s for s in console_spans(result.stdout)}
     call = spans["tool_call get_weather"]
     assert call["attributes"][n.TOOLCALL_OUTCOME] == "completed"
     assert call["attributes"][n.TOOLCALL_ARGUMENTS_SIZE] == len(WEATHER.arguments.encode())
@@ -158,7 +144,7 @@ def test_interpreter_exit_ends_open_calls_abandoned(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "EXITING" in result.stdout
-    spans = {s["name"]: s for s in _console_spans(result.stdout)}
+    spans = {s["name"]: s for s in console_spans(result.stdout)}
     call = spans["tool_call get_weather"]["attributes"]
     assert call[n.TOOLCALL_OUTCOME] == "aborted"
     assert call[n.TOOLCALL_ABORT_REASON] == "abandoned"
@@ -182,7 +168,7 @@ def test_disabled_by_env_under_opentelemetry_instrument(disabled):
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr
-    names = {s["name"] for s in _console_spans(result.stdout)}
+    names = {s["name"] for s in console_spans(result.stdout)}
     assert "tool_call get_weather" not in names
 
 

@@ -321,7 +321,8 @@ def test_nameless_fragments_open_nothing(telemetry, instrument, fake, client):
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
 
 
-def test_new_id_on_open_index_ends_the_first_incomplete(telemetry, instrument, fake, client):
+def test_new_id_on_open_index_ends_a_cut_first_unterminated(telemetry, instrument, fake, client):
+    # TELEMETRY.md section 6, "Keying on self-hosted servers" (the closed case: test_wire_lies.py).
     payloads = [
         chunk(Event(index=0, id="call_a", name="first", arguments='{"x"')),
         chunk(Event(index=0, id="call_b", name="second", arguments="{}")),
@@ -329,7 +330,7 @@ def test_new_id_on_open_index_ends_the_first_incomplete(telemetry, instrument, f
     ]
     fake.enqueue(raw_script(payloads))
     drain(client.chat.completions.create(**request()))
-    assert_call(telemetry, telemetry.one("tool_call first"), reason="incomplete", delivered='{"x"')
+    assert_call(telemetry, telemetry.one("tool_call first"), reason="unterminated", delivered='{"x"')
     assert_call(telemetry, telemetry.one("tool_call second"), reason=None, delivered="{}")
 
 

@@ -319,7 +319,10 @@ def test_an_error_event_does_not_end_the_response(
 def test_a_cancelled_recv_ends_nothing(fake: Any, instrument: Any, telemetry: Any) -> None:
     """asyncio.wait_for(connection.recv(), ...) timing out: the SDK says cancelling recv is safe, and
     the response goes on to complete."""
-    fake.websocket.enqueue(frames(turn(response_events([WEATHER]), cancel_after=3)))  # one delta
+    # The arguments whole in the one delta sent before the hold: a response that completes after
+    # the cancel came too late has sent its call whole (cut, it would be unterminated).
+    whole = replace(WEATHER, fragments=[WEATHER.arguments])
+    fake.websocket.enqueue(frames(turn(response_events([whole]), cancel_after=3)))  # one delta
 
     async def main() -> None:
         async with _resource(_client(fake, "async"), SURFACES[0]).connect(model=MODEL) as connection:
@@ -333,7 +336,7 @@ def test_a_cancelled_recv_ends_nothing(fake: Any, instrument: Any, telemetry: An
                 pass
 
     asyncio.run(main())
-    assert_call(tool_span(telemetry, WEATHER), WEATHER, reason=None, delivered=1)
+    assert_call(tool_span(telemetry, WEATHER), whole, reason=None, delivered=1)
 
 
 def test_a_connection_dropped_by_the_user_is_abandoned(fake: Any, instrument: Any, telemetry: Any) -> None:

@@ -129,6 +129,8 @@ def test_outcome_and_link_cross_to_the_server(run: Callable[..., Run], kind: str
     assert ok_call["attributes"]["toolcall.outcome"] == "completed"
     served = out.served("call_ok")
     assert served["attributes"]["toolcall.outcome"] == "completed"
+    # mcp 2.x's own span names no call: the carried id is added to it (mcp 1.x: the package's span).
+    assert served["attributes"]["gen_ai.tool.call.id"] == "call_ok"
     assert _link(served) == [
         (ok_call["context"]["trace_id"], ok_call["context"]["span_id"],
          {"gen_ai.attribution.link_type": "CAUSED_BY_GENERATION"})
@@ -155,6 +157,7 @@ def test_strict_server_refuses_a_carried_aborted_call(
     assert refused["text"].startswith("refusing to execute tool call 'call_cut' (")
     served = out.served("call_cut")
     assert served["attributes"]["toolcall.outcome"] == "aborted"
+    assert served["attributes"]["gen_ai.tool.call.id"] == "call_cut"
     assert served["links"] == []
     assert served["status"]["status_code"] == "ERROR"
     assert set(out.ran) == set(ORDER) - {"call_cut"}  # and every other call ran

@@ -4,6 +4,7 @@ and sends the next request is flagged; one that rolls back to the last complete 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -13,6 +14,7 @@ from opentelemetry import trace
 
 from otel_toolcalls._core.replay import anthropic_ids, bedrock_ids, openai_chat_ids, openai_responses_ids
 from otel_toolcalls._core.telemetry import REGISTRY
+from otel_toolcalls._providers import stainless
 from otel_toolcalls._providers.openai import adapter as openai_adapter
 from otel_toolcalls.testing import Script
 from otel_toolcalls.testing.openai_chat import WEATHER, events_for, script_for, tool_call_script
@@ -309,3 +311,33 @@ def test_bedrock_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) ->
     else:
         assert "toolcall.replayed_aborted" not in second.attributes
         assert points == []
+
+
+def test_non_streamed_requests_look_up_no_span_unless_a_replayed_call_is_found(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The current span is read for a non-streamed request only to record a replayed aborted call
+    on it: with nothing aborted remembered, or a history without one, it is never looked up."""
+    lookups: list[Any] = []
+
+    def counting(*args: Any) -> Any:
+        lookups.append(args)
+        return trace.get_current_span(*args)
+
+    monkeypatch.setattr(stainless, "trace", SimpleNamespace(get_current_span=counting))
+    whole = json.dumps(
+        {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+         "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                      "finish_reason": "stop"}]}
+    ).encode()  # fmt: skip
+    answer = Script([whole], content_type="application/json")
+    fake.enqueue(answer, tool_call_script([WEATHER], cut_after=3), answer, answer)
+    client = _client(fake)
+    client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn())
+    assert lookups == []  # nothing aborted remembered: no scan, no lookup
+    _stream_cut_mid_arguments(client)
+    client.chat.completions.create(model="gpt-4o-mini", messages=[USER])
+    assert lookups == []  # scanned, nothing found
+    client.chat.completions.create(model="gpt-4o-mini", messages=_kept_turn())
+    assert len(lookups) == 1
+    assert sum(p.value for p in _replayed_points(telemetry)) == 1

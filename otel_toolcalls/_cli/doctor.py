@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.metadata
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 from otel_toolcalls._config import CAPTURE_CONTENT_ENV, ENV_VARIABLES, Settings, resolve
 from otel_toolcalls._core import telemetry
 from otel_toolcalls._wiring.adapters import adapter_names, load
+from otel_toolcalls._wiring.dependencies import DISTRIBUTION, instrumentation_dependencies
 from otel_toolcalls._wiring.support import SURFACES, TESTED
 from otel_toolcalls.version import __version__
 
@@ -169,21 +171,44 @@ def _settings() -> dict[str, dict[str, Any]]:
     return report
 
 
+def _auto_instrument() -> dict[str, Any]:
+    """Whether ``opentelemetry-instrument`` would run the instrumentor in this environment, decided
+    as it decides (its own dependency check on the ``instruments-any`` extra), and why not."""
+    disabled = [name.strip() for name in os.environ.get(_DISABLED, "").split(",")]
+    if "toolcalls" in disabled or "*" in disabled:
+        named = "toolcalls" if "toolcalls" in disabled else "*"
+        return {"loads": False, "reason": f"{_DISABLED} names {named}"}
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return {"loads": False, "reason": f"{DISTRIBUTION} is not installed: no entry point to load"}
+    from opentelemetry.instrumentation import dependencies as checks
+
+    if hasattr(checks, "get_dist_dependency_conflicts"):
+        conflict = checks.get_dist_dependency_conflicts(dist)
+    else:  # releases (0.55) where opentelemetry-instrument lets instrument() check what it returns
+        conflict = checks.get_dependency_conflicts(instrumentation_dependencies())
+    if conflict is not None:
+        return {"loads": False, "reason": f"dependency check: {conflict}"}
+    return {"loads": True, "reason": "a distribution of the instruments-any extra is installed"}
+
+
 def report() -> dict[str, Any]:
     # Importing litellm would otherwise fetch its model cost map from GitHub (with retries).
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     settings = _settings()  # before doctor instruments anything itself
     sdks, warnings = _sdks()
     unseen = [row["adapter"] for row in sdks if row["unseen"]]
-    disabled = os.environ.get(_DISABLED, "").replace(" ", "").split(",")
-    if "toolcalls" in disabled:
+    auto = _auto_instrument()
+    if not auto["loads"]:
         # opentelemetry-instrument would not load the instrumentor at all.
         unseen = [row["adapter"] for row in sdks if row["version"] is not None]
-        warnings.append(f"{_DISABLED} names toolcalls: opentelemetry-instrument will not instrument")
+        warnings.append(f"{auto['reason']}: opentelemetry-instrument will not instrument")
     return {
         "otel_toolcalls": __version__,
         "python": platform.python_version(),
         "sdks": sdks,
+        "opentelemetry_instrument": auto,
         "warnings": warnings,
         "settings": settings,
         "providers": providers(),
@@ -222,6 +247,9 @@ def _provider_line(kind: str, info: dict[str, Any]) -> str:
 def render(data: dict[str, Any]) -> str:
     lines = [f"otel-toolcalls {data['otel_toolcalls']} doctor (Python {data['python']})", "", "SDKs"]
     lines += _sdk_lines(data["sdks"])
+    auto = data["opentelemetry_instrument"]
+    lines.append(f"  opentelemetry-instrument: {'loads' if auto['loads'] else 'SKIPS'} the instrumentor "
+                 f"({auto['reason']})")  # fmt: skip
     lines += [f"  warning: {message}" for message in data["warnings"]]
     lines += ["", "Settings"]
     for name, setting in data["settings"].items():

@@ -34,6 +34,8 @@ _FILTERING = (
     "armor",
 )
 _ERRORING = frozenset({"error", "timeout", "failed"})
+# JSON's whitespace: what may follow a document's last "}".
+BLANKS = " \t\n\r"
 
 
 # Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
@@ -109,16 +111,21 @@ class Opening:
     choice: int
     # It arrived whole, its arguments parsed (Gemini parts).
     whole: bool
+    # Its arguments are not a JSON object's text (OpenAI custom tool input, Gemini partial_args
+    # values): the unterminated check does not apply.
+    free_form: bool = False
 
 
 class Call:
     __slots__ = (
         "call_id",
+        "checked",
         "choice",
         "content",
         "deltas",
         "index",
         "key",
+        "last",
         "name",
         "room",
         "size",
@@ -144,9 +151,18 @@ class Call:
         # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
         # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
         self.whole = opening.whole
+        # The last non-blank character of the newest non-blank fragment ("": none yet): all that is
+        # kept of the text, enough to see arguments that stop mid-document.
+        self.last = ""
+        self.checked = not (opening.free_form or opening.whole)
         # Content capture keeps only the characters it will emit, not the whole argument text.
         self.content: list[str] | None = [] if capture else None
         self.room = n.MAX_ARGUMENTS_LENGTH
+
+    def cut(self) -> bool:
+        """Its arguments visibly stop mid-document: a JSON object's text ends with ``}``. No
+        fragment, or blanks only, is no evidence of a cut."""
+        return self.checked and self.last != "}" and self.last != ""
 
     def keep(self, text: str) -> None:
         """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as
@@ -172,6 +188,9 @@ def end_call(
 ) -> None:
     """Remembers a call, records its metrics and ends its span; ``reason`` None is completed.
     ``labels``: the stream's provider and request model."""
+    if reason is None and call.cut():
+        # A completion event is not proof (vLLM labels a max_tokens cut "tool_calls").
+        reason = n.UNTERMINATED
     outcome = n.COMPLETED if reason is None else n.ABORTED
     if reason == n.STREAM_ERROR:
         error_type = error_type or n.OTHER

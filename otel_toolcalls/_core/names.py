@@ -98,7 +98,18 @@ TRUNCATED = "truncated"
 FILTERED = "filtered"
 MALFORMED = "malformed"
 INCOMPLETE = "incomplete"
-ABORT_REASONS = (STREAM_ERROR, CLOSED, CANCELLED, ABANDONED, TRUNCATED, FILTERED, MALFORMED, INCOMPLETE)
+UNTERMINATED = "unterminated"
+ABORT_REASONS = (
+    STREAM_ERROR,
+    CLOSED,
+    CANCELLED,
+    ABANDONED,
+    TRUNCATED,
+    FILTERED,
+    MALFORMED,
+    INCOMPLETE,
+    UNTERMINATED,
+)
 
 # Tool types.
 TOOL_TYPE_FUNCTION = "function"
@@ -121,4 +132,5 @@ ABORT_DESCRIPTIONS = {
     FILTERED: "tool call aborted: a content filter ended the response before the call completed",
     MALFORMED: "tool call aborted: the provider flagged the call as malformed",
     INCOMPLETE: "tool call aborted: the stream ended without the call's completion event",
+    UNTERMINATED: "tool call aborted: its completion event came, but its arguments stop mid-document",
 }

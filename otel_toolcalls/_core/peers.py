@@ -6,6 +6,7 @@ never a peer's private state. Each rule is a peer's published convention (TELEME
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from collections.abc import Mapping
@@ -47,6 +48,15 @@ OPENINFERENCE_LANGCHAIN = "openinference.instrumentation.langchain"
 _AMBIGUOUS = object()
 _langchain_run: ContextVar[Any] = ContextVar("otel_toolcalls_langchain_run", default=None)
 
+# opentelemetry-util-genai (the official GenAI instrumentations' base) publishes the inference span
+# it makes in the context, for other instrumentations: ``get_current_inference_span(context)`` of
+# this module, in its repository since after 1.3b0 (no release on PyPI has it yet). Never imported
+# unless util-genai is loaded already; where the module is absent, its spans are known as any
+# other's (current, with ``gen_ai.operation.name``).
+UTIL_GENAI = "opentelemetry.util.genai"
+UTIL_GENAI_CONTEXT = "opentelemetry.util.genai.context"
+_util_genai_getter: list[Any] = []
+
 
 def foreign_inference_span(ctx: otel_context.Context) -> Any:
     """Someone else's inference span for this request, still recording: the current span of
@@ -60,7 +70,29 @@ def foreign_inference_span(ctx: otel_context.Context) -> Any:
     span = trace.get_current_span(ctx)
     if span.is_recording() and _is_inference(span, ctx):
         return span
-    return _langchain_span()
+    return _util_genai_span(ctx) or _langchain_span()
+
+
+def _util_genai_span(ctx: otel_context.Context) -> Any:
+    """The inference span util-genai published in ``ctx``, still recording; None where util-genai
+    is not loaded, or its release publishes none."""
+    if UTIL_GENAI not in sys.modules:
+        return None
+    if not _util_genai_getter:
+        try:
+            module = importlib.import_module(UTIL_GENAI_CONTEXT)
+            _util_genai_getter.append(getattr(module, "get_current_inference_span", None))
+        except ImportError:
+            _util_genai_getter.append(None)
+    getter = _util_genai_getter[0]
+    if getter is None:
+        return None
+    try:
+        span = getter(ctx)
+        return span if span is not None and span.is_recording() else None
+    except Exception as exc:  # its API changed: its span is known only when current
+        _log.debug("otel_toolcalls: util-genai's inference span not read: %r", exc)
+        return None
 
 
 def _is_inference(span: Any, ctx: otel_context.Context) -> bool:

@@ -65,6 +65,12 @@ class Request:
     def __post_init__(self) -> None:
         self.foreign = foreign_inference_span(self.parent)
 
+    def sending(self) -> None:
+        """The SDK sends the request now, inside every wrapper of the call that makes it: someone
+        else's inference span started by a wrapper outside the adapter's is current only here."""
+        if self.foreign is None and self.state is None:
+            self.foreign = foreign_inference_span(otel_context.get_current())
+
     def stream(self) -> StreamState:
         """The request's ``StreamState``, made at the first need."""
         return self.state if self.state is not None else self.new_state()

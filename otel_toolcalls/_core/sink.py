@@ -30,9 +30,13 @@ class Sink(Protocol):
         tool_type: str = n.TOOL_TYPE_FUNCTION,
         choice: int = 0,
         whole: bool = False,
+        free_form: bool = False,
     ) -> None:
-        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts).
-        The name is cut to ``names.MAX_NAME_LENGTH``; an empty call id is none."""
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts);
+        ``free_form``: its arguments are not a JSON object's text (OpenAI custom tool input, Gemini
+        partial_args values), so no cut can be seen in them. The name is cut to
+        ``names.MAX_NAME_LENGTH``; an empty call id is none. A new block on the key of an open one
+        ends that one by its own arguments: cut, ``unterminated``; else it ends with the rest."""
         ...
 
     def fragment(self, key: Hashable, text: str | None) -> None: ...
@@ -62,6 +66,10 @@ class Sink(Protocol):
         ...
 
     def open_keys(self) -> list[Hashable]: ...
+
+    def arguments_closed(self, key: Hashable) -> bool:
+        """The call open at ``key`` has arguments whose last non-blank character is ``}``."""
+        ...
 
 
 Handler = Callable[[Sink, Any], None]

@@ -20,6 +20,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import names as n
 from . import process
+from .calls import BLANKS as _BLANKS
 from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
 from .errors import guarded, report
 from .inference_metrics import StreamEnd, reports_usage
@@ -61,6 +62,9 @@ class RequestInfo:
                 attributes[n.SERVER_PORT] = self.server_port
         return attributes
 
+
+# The first part of the key a superseded call stays open under (with its id: one key per call).
+_SUPERSEDED = object()
 
 # Streams still open (process.LIVE: ended at exit by stream's exit hook, disowned in a forked child).
 LIVE: dict[int, StreamState] = process.LIVE
@@ -177,17 +181,20 @@ class StreamState:
         tool_type: str = n.TOOL_TYPE_FUNCTION,
         choice: int = 0,
         whole: bool = False,
+        free_form: bool = False,
     ) -> None:
-        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts)."""
-        opening = Opening(key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole)
+        """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts);
+        ``free_form``: its arguments are not a JSON object's text (OpenAI custom tool input)."""
+        opening = Opening(
+            key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole, free_form
+        )
         ends: list[End] = []
         with self._lock:
             if self._done:
                 return
             previous = self.open.pop(key, None)
             if previous is not None:
-                # Ended now, before the new block's span starts, though the span work comes later.
-                ends.append((previous, n.INCOMPLETE, None, _time_ns()))
+                self._supersede(previous, ends)
             self._take_pending(ends)
             call = self._start_call(opening)
             if self._done:
@@ -200,6 +207,16 @@ class StreamState:
             self._choices_with_calls.add(choice)
             self.tool_calls += 1
         self._end_calls(ends)
+
+    def _supersede(self, call: Call, ends: list[End]) -> None:
+        """Under the lock: a new block on the key of an open one (SGLang sends two calls on index
+        0). The earlier call's own arguments decide: cut, it ends now; else it stays open under a key
+        of its own and ends as the rest of its choice does."""
+        if call.cut():
+            # Ended now, before the new block's span starts, though the span work comes later.
+            ends.append((call, n.UNTERMINATED, None, _time_ns()))
+        else:
+            self.open[(_SUPERSEDED, id(call))] = call
 
     def _start_call(self, opening: Opening) -> Call:
         attributes: dict[str, Any] = {
@@ -245,8 +262,17 @@ class StreamState:
         call.deltas += 1
         # The ASCII fragment (most of them) costs no call; utf8_len alone knows the other bytes.
         call.size += len(text) if text.isascii() else utf8_len(text)
+        # One strip, no branch on the common case (rstrip hands back the same str when nothing goes).
+        tail = text.rstrip(_BLANKS)
+        if tail:
+            call.last = tail[-1]
         if call.content is not None:
             call.keep(text)
+
+    def arguments_closed(self, key: Hashable) -> bool:
+        """The call open at ``key`` has arguments whose last non-blank character is ``}``."""
+        call = self.open.get(key)
+        return call is not None and call.last == "}"
 
     def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
         """A fragment whose size the adapter measured (arguments that arrive as values, not text)."""

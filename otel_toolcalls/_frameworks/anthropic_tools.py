@@ -30,8 +30,10 @@ _patches = Patches()
 @contextlib.contextmanager
 def _traced_run(telemetry: Telemetry, sdk_run: Any, call_id: str, name: str) -> Iterator[Any]:
     # Inside the SDK's own execution span when it traces itself (``anthropic.custom_tool_use
-    # {name}``): that span is annotated, not doubled. Otherwise Execution makes the span.
-    with sdk_run as run, Execution(call_id, name, telemetry) as execution:
+    # {name}``): that span is annotated, not doubled. Otherwise Execution makes the span. A tool_use
+    # block always has its id: one never seen came from a request the package did not stream (the
+    # runner without stream=True), where `unknown` on the SDK's span would say only that.
+    with sdk_run as run, Execution(call_id, name, telemetry, unknown=False) as execution:
         yield run
         execution.returned(run, _error_result)
 

@@ -2,7 +2,10 @@
 
 Choke point: ``BaseTool.run`` / ``BaseTool.arun``, where ``invoke`` with a ``ToolCall`` dict
 (``{"name": ..., "args": ..., "id": "call_1", "type": "tool_call"}``), ``ToolNode`` and
-``create_react_agent`` end with ``tool_call_id``. A callback handler also feeds ``_core.peers``.
+``create_react_agent`` end with ``tool_call_id``. Beside the official GenAI LangChain
+instrumentation, whose ``execute_tool`` span starts inside the run, the run's body scope
+(``set_config_context``, entered after ``on_tool_start``) is where that span is annotated.
+A callback handler also feeds ``_core.peers``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import logging
+import sys
 from contextvars import ContextVar
 from typing import Any
 
@@ -24,8 +28,97 @@ _log = logging.getLogger(__name__)
 
 _MODULE = "langchain_core.tools.base"
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun")))
+# Where BaseTool.run / arun enter the body's context, after on_tool_start (the official GenAI
+# LangChain instrumentation's execution span is current there).
+_BODY = (_MODULE, "set_config_context")
+REQUIRES = Requires(
+    sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun"), _BODY)
+)
 _patches = Patches()
+
+# The official GenAI LangChain instrumentation (opentelemetry-instrumentation-genai-langchain): its
+# execute_tool span is made by its callback handler at on_tool_start, inside the run, and current
+# from there to the run's end.
+OFFICIAL_LANGCHAIN = "opentelemetry.instrumentation.genai.langchain"
+
+
+class _Deferred:
+    """A run whose execution is left to the body scope, where the official span is current."""
+
+    __slots__ = ("call_id", "name", "taken", "telemetry")
+
+    def __init__(self, call_id: str, name: str | None, telemetry: Telemetry) -> None:
+        self.call_id, self.name, self.telemetry = call_id, name, telemetry
+        self.taken = False
+
+
+_deferred: ContextVar[_Deferred | None] = ContextVar("otel_toolcalls_langchain_deferred", default=None)
+_body_hooked = False
+
+
+def _official_span_comes() -> bool:
+    """The official LangChain instrumentation is instrumented here, and the body hook is in place
+    (its module is never imported by the package: loaded, it was imported by its instrumentor)."""
+    module = sys.modules.get(OFFICIAL_LANGCHAIN)
+    if module is None or not _body_hooked:
+        return False
+    try:
+        return bool(module.LangChainInstrumentor().is_instrumented_by_opentelemetry)
+    except Exception as exc:  # its API changed: the package makes its own span, as without it
+        _log.debug("otel_toolcalls: the official LangChain instrumentation not read: %r", exc)
+        return False
+
+
+def _deferred_run(deferred: _Deferred, wrapped: Any, args: Any, kwargs: Any) -> Any:
+    token = _deferred.set(deferred)
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        _deferred.reset(token)
+
+
+async def _deferred_arun(deferred: _Deferred, wrapped: Any, args: Any, kwargs: Any) -> Any:
+    token = _deferred.set(deferred)
+    try:
+        return await wrapped(*args, **kwargs)
+    finally:
+        _deferred.reset(token)
+
+
+class _BodyScope:
+    """``set_config_context(config)`` of a deferred run: the execution (the official span, current
+    since on_tool_start, annotated; strict refusal raised before the body) around the body."""
+
+    __slots__ = ("_execution", "_inner")
+
+    def __init__(self, inner: Any, execution: Execution) -> None:
+        self._inner, self._execution = inner, execution
+
+    def __enter__(self) -> Any:
+        # Entered first: a span of the package's own (no official one current) is in the context
+        # the body's copy is made from.
+        self._execution.__enter__()
+        try:
+            return self._inner.__enter__()
+        except BaseException as exc:
+            self._execution.__exit__(type(exc), exc, None)
+            raise
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return self._inner.__exit__(exc_type, exc, tb)
+        finally:
+            self._execution.__exit__(exc_type, exc, tb)
+
+
+def _body(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    deferred = _deferred.get()
+    if deferred is None or deferred.taken:
+        return wrapped(*args, **kwargs)
+    deferred.taken = True  # a tool run inside this body, with no call id, is not this execution
+    return _BodyScope(
+        wrapped(*args, **kwargs), Execution(deferred.call_id, deferred.name, deferred.telemetry)
+    )
 
 
 def _tool_run(telemetry: Telemetry, runner: Any, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -35,7 +128,11 @@ def _tool_run(telemetry: Telemetry, runner: Any, wrapped: Any, instance: Any, ar
     call_id = kwargs.get("tool_call_id")
     if not call_id or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
-    return runner(Execution(call_id, getattr(instance, "name", None), telemetry), wrapped, args, kwargs)
+    name = getattr(instance, "name", None)
+    if _official_span_comes():
+        deferred = _deferred_arun if runner is run_async else _deferred_run
+        return deferred(_Deferred(call_id, name, telemetry), wrapped, args, kwargs)
+    return runner(Execution(call_id, name, telemetry), wrapped, args, kwargs)
 
 
 # The handler LangChain's configure hook adds to every callback manager, once made (LangChain has
@@ -88,9 +185,11 @@ def _watch_model_runs() -> None:
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    (_, runs), (_, aruns) = REQUIRES.targets
+    (_, runs), (_, aruns), _ = REQUIRES.targets
     _patches.wrap(_MODULE, runs, functools.partial(_tool_run, telemetry, run))
     _patches.wrap(_MODULE, aruns, functools.partial(_tool_run, telemetry, run_async))
+    global _body_hooked
+    _body_hooked = _patches.wrap(*_BODY, _body)
     try:
         _watch_model_runs()
     except Exception as exc:  # LangChain's hook API changed: OpenInference's span stays unknown
@@ -99,6 +198,8 @@ def instrument(telemetry: Telemetry) -> bool:
 
 
 def uninstrument() -> None:
+    global _body_hooked
+    _body_hooked = False
     _patches.unwrap_all()
     if _model_runs:
         _model_runs[0].active = False

@@ -7,6 +7,7 @@ id, for function-calling LLMs). LlamaIndex's own dispatcher is not OpenTelemetry
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 from typing import Any
@@ -15,17 +16,20 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.context import Execution, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 
 _log = logging.getLogger(__name__)
 
 # The call_tool step of the single-agent base class and of the multi-agent workflow.
+_STEPS = (
+    ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent.call_tool"),
+    ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow.call_tool"),
+)
+# Before 0.14.22 FunctionTool ran a sync tool in an executor thread without the caller's context
+# (its body saw no execution span): there the adapter also wraps what builds that runner.
+_SYNC_TO_ASYNC = ("llama_index.core.tools.function_tool", "sync_to_async")
 REQUIRES = Requires(
-    sdk="llama-index-core",
-    targets=(
-        ("llama_index.core.agent.workflow.base_agent", "BaseWorkflowAgent.call_tool"),
-        ("llama_index.core.agent.workflow.multi_agent_workflow", "AgentWorkflow.call_tool"),
-    ),
+    sdk="llama-index-core", targets=_STEPS, earlier=(Earlier("0.14.22", (*_STEPS, _SYNC_TO_ASYNC)),)
 )
 _patches = Patches()
 
@@ -52,8 +56,25 @@ def _call_tool(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwa
     return run_async(execution, wrapped, args, kwargs, _tool_error)
 
 
+def _sync_to_async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """The async runner of a sync tool, its body run in the context of the task that awaits it
+    (as 0.14.22 does): inside the execution span, with the call id current."""
+    fn = args[0] if args else kwargs.get("fn")
+    if not callable(fn):
+        return wrapped(*args, **kwargs)
+
+    async def in_callers_context(*call_args: Any, **call_kwargs: Any) -> Any:
+        runner = wrapped(functools.partial(contextvars.copy_context().run, fn))
+        return await runner(*call_args, **call_kwargs)
+
+    return in_callers_context
+
+
 def instrument(telemetry: Telemetry) -> bool:
-    return _patches.wrap_all(REQUIRES, functools.partial(_call_tool, telemetry))
+    step = functools.partial(_call_tool, telemetry)
+    for module, attr in REQUIRES.current():
+        _patches.wrap(module, attr, _sync_to_async if (module, attr) == _SYNC_TO_ASYNC else step)
+    return bool(_patches)
 
 
 def uninstrument() -> None:

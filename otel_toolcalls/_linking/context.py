@@ -78,10 +78,14 @@ class Execution:
     framework's that an outer adapter handled), nothing more is added.
     """
 
-    __slots__ = ("_call_id", "_error", "_name", "_scope", "_telemetry", "_token")
+    __slots__ = ("_call_id", "_error", "_name", "_scope", "_telemetry", "_token", "_unknown")
 
-    def __init__(self, call_id: str | None, name: str | None, telemetry: Telemetry) -> None:
+    def __init__(
+        self, call_id: str | None, name: str | None, telemetry: Telemetry, *, unknown: bool = True
+    ) -> None:
+        """``unknown=False``: someone else's span for a call never seen streamed gets no outcome."""
         self._call_id = call_id or None
+        self._unknown = unknown
         self._name = name
         # The instrumentor's, as the adapter was given it: never whichever is active when a tool runs.
         self._telemetry = telemetry
@@ -95,7 +99,7 @@ class Execution:
             span = execution_in_progress()
             if span is not None and self._same_call(span):
                 if not _spans.is_annotated(span):
-                    annotate_execution(span, self._call_id, telemetry=self._telemetry)
+                    annotate_execution(span, self._call_id, telemetry=self._telemetry, unknown=self._unknown)
                 return self
             scope = execute_tool(self._call_id, name=self._name, telemetry=self._telemetry)
             scope.__enter__()

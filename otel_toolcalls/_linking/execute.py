@@ -94,15 +94,26 @@ def _refusal(
 
 
 def annotate_execution(
-    span: Span, call_id: str | None, *, strict: bool | None = None, telemetry: Telemetry | None = None
+    span: Span,
+    call_id: str | None,
+    *,
+    strict: bool | None = None,
+    telemetry: Telemetry | None = None,
+    unknown: bool = True,
 ) -> None:
-    """For an execution span someone else made (a framework's): add ``toolcall.outcome`` and, for a
-    completed call, the link; in strict mode raise ``IncompleteToolCallError`` for an aborted call.
-    The span is never ended here."""
+    """For an execution span someone else made (a framework's): add ``toolcall.outcome``, the call id
+    where the span has none, and, for a completed call, the link; in strict mode raise
+    ``IncompleteToolCallError`` for an aborted call. The span is never ended here.
+    ``unknown=False``: a call never seen adds nothing to the span."""
     telemetry = telemetry if telemetry is not None else current()
     record = _lookup(telemetry, call_id)
     _spans.record(span, call_key(call_id) if call_id else None)
+    if record is None and not unknown:
+        return
     try:
+        if call_id and not _spans.carries_call_id(span):
+            # A framework's span may not say which call it runs (mcp 2.x's tools/call span).
+            span.set_attribute(n.GEN_AI_TOOL_CALL_ID, call_key(call_id))
         span.set_attribute(n.TOOLCALL_OUTCOME, record.outcome if record else n.UNKNOWN)
         link = _link_to(record)
         if link is not None:

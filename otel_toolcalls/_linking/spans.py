@@ -61,3 +61,9 @@ def call_id_of(span: Span) -> Any:
     except TypeError:
         pass
     return _attributes(span).get(n.GEN_AI_TOOL_CALL_ID)
+
+
+def carries_call_id(span: Span) -> bool:
+    """Whether the framework's span already says which call it runs; False where that cannot be
+    read (another tracer provider's span class): setting the id there again is harmless."""
+    return _attributes(span).get(n.GEN_AI_TOOL_CALL_ID) is not None

@@ -50,21 +50,26 @@ def _message_start(state: Sink, event: Any) -> None:
     state.response_id = event.id
 
 
+def _tool_call(event: Any) -> Any:
+    # delta, its message and the message's tool_calls are each Optional in the SDK's types.
+    return getattr(getattr(event.delta, "message", None), "tool_calls", None)
+
+
 def _tool_call_start(state: Sink, event: Any) -> None:
     # {"type":"tool-call-start","index":0,"delta":{"message":{"tool_calls":{"id":"get_weather_q0",
     #  "type":"function","function":{"name":"get_weather","arguments":""}}}}}
-    call = event.delta.message.tool_calls
-    function = call.function
+    call = _tool_call(event)
+    function = getattr(call, "function", None)
     if function is None or not function.name:
         _log.debug("cohere tool-call-start without a name: %r", event.index)
         return
-    state.block_started(event.index, name=function.name, call_id=call.id, index=event.index)
+    state.block_started(event.index, name=function.name, call_id=getattr(call, "id", None), index=event.index)
     state.fragment(event.index, function.arguments)
 
 
 def _tool_call_delta(state: Sink, event: Any) -> None:
     # {"type":"tool-call-delta","index":0,"delta":{"message":{"tool_calls":{"function":{"arguments":"{\""}}}}}
-    function = event.delta.message.tool_calls.function
+    function = getattr(_tool_call(event), "function", None)
     if function is not None:
         state.fragment(event.index, function.arguments)
 

@@ -135,9 +135,11 @@ class StainlessSDK:
         telemetry = self._telemetry
         replayed = replay.scan(telemetry, route.history_ids, getattr(options, "json_data", None))
         if not kwargs.get("stream", False):
-            # No inference span of ours for a request that does not stream: the current span.
-            span = trace.get_current_span()
-            replay.record(telemetry, replayed, span, self._provider(client), _model(options))
+            # No inference span of ours for a request that does not stream: the current span, looked
+            # up only for a replayed aborted call (the SDK's own tracing may be off, or none at all).
+            if replayed:
+                span = trace.get_current_span()
+                replay.record(telemetry, replayed, span, self._provider(client), _model(options))
             return None
         return self._new_request(client, options, route, replayed=replayed)
 

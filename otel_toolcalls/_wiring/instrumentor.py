@@ -13,6 +13,7 @@ from otel_toolcalls._config import resolve
 from otel_toolcalls._core import process
 from otel_toolcalls._core import telemetry as _telemetry
 
+from . import dependencies as _dependencies
 from . import imports as _imports
 from .adapters import Adapter, adapter_names, load
 
@@ -77,9 +78,9 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return dict(self._instrumented)
 
     def instrumentation_dependencies(self) -> Collection[str]:
-        # Any one provider SDK is enough; each adapter skips an SDK that is not installed. The
-        # distribution's `instruments-any` extra tells `opentelemetry-instrument` the same.
-        return ()
+        # Any one distribution an adapter patches is enough (the `instruments-any` extra, which
+        # `opentelemetry-instrument` reads); each adapter skips an SDK that is not installed.
+        return _dependencies.instrumentation_dependencies()
 
     def _instrument(self, **kwargs: Any) -> None:
         settings = resolve(**kwargs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 # releases, or since the tool-execution design the adapter can hook began, where that is later.
 TESTED: dict[str, tuple[str, str]] = {
     "openai": ("1.40.0", "3.57.0"),
-    "anthropic": ("0.43.0", "2.14.0"),
+    "anthropic": ("0.43.0", "2.16.0"),
     "groq": ("0.11.0", "1.7.0"),
     "boto3": ("1.34.116", "1.44.8"),
     "botocore": ("1.34.116", "1.44.8"),
@@ -40,28 +40,29 @@ TESTED: dict[str, tuple[str, str]] = {
     "mcp": ("1.25.0", "2.3.0"),
     # The frameworks' lanes (tests/frameworks/requirements*.txt pin them). Why each oldest is there:
     # LlamaIndex: 0.14.9 is the first of the last twelve months; 0.13.0, where the
-    #   workflow agents' call_tool step took its present form, is covered too. Lanes 0.13.0 and
-    #   0.14.25 (the step is the same in both).
+    #   workflow agents' call_tool step took its present form, is covered too. Lanes 0.13.0,
+    #   0.13.6 (-mid) and 0.14.25 (the step is the same in all).
     "llama-index-core": ("0.13.0", "0.14.25"),
     # Strands: 1.19.0, the first of the last twelve months. Its tool span and run moved from
     #   Tracer.start_tool_call_span / ToolExecutor._stream to the executor's _start_tool_telemetry /
-    #   _run_tool in 1.62. Lanes 1.19.0, 1.61.1, 1.62.0.
+    #   _run_tool in 1.62. Lanes 1.19.0, 1.50.2 (-mid), 1.61.1, 1.62.0.
     "strands-agents": ("1.19.0", "1.62.0"),
     # Google ADK: 1.20.0, the first of the last twelve months (1.x and 2.x). Its tool call moved
     #   from functions.__call_tool_async (to 2.8) to _tool_caller (2.9) and tools._caller (2.10).
-    #   Lanes 1.20.0, 1.39.1 (the last 1.x), 2.9.2 (beside CrewAI 1.15.28), 2.13.0; 2.0 to 2.8,
-    #   on 1.x's design, are not run.
+    #   Lanes 1.20.0, 1.39.1 (the last 1.x), 2.5.0 (-mid: 2.x on 1.x's design), 2.9.2 (beside
+    #   CrewAI 1.15.28), 2.13.0.
     "google-adk": ("1.20.0", "2.13.0"),
     # The autogen adapter patches autogen-core (autogen-agentchat's AssistantAgent runs on it). No
     #   release in the last twelve months (0.7.5 is of September 2025): its oldest is 0.6.2, the
     #   first whose trace_tool_span carries the model's call id (before it, BaseTool.run_json is
-    #   given none: 0.5 and 0.6.0/0.6.1 are not covered). Lanes 0.6.2, 0.7.5.
+    #   given none: 0.5 and 0.6.0/0.6.1 are not covered). Lanes 0.6.2, 0.7.1 (-mid), 0.7.5.
     "autogen-core": ("0.6.2", "0.7.5"),
     # CrewAI: 1.7.0 is the first of the last twelve months, but native tool calls (with the model's
     #   call id) began in 1.9, and a per-call choke point, _execute_single_native_tool_call, in
     #   1.10.1 (1.9 runs calls inline in _handle_native_tool_calls): its oldest is 1.10.1. Its
     #   executors: CrewAgentExecutor and crewai.experimental's AgentExecutor to 1.15.28, the
-    #   latter moved to crewai.agents.agent_executor in 1.15.29. Lanes 1.10.1, 1.15.28, 1.15.30.
+    #   latter moved to crewai.agents.agent_executor in 1.15.29. Lanes 1.10.1, 1.13.0 (-mid),
+    #   1.15.28, 1.15.30.
     "crewai": ("1.10.1", "1.15.30"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),

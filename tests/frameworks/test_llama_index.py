@@ -8,14 +8,13 @@ request with the broken call in its history. On a stream cut inside the argument
 ``httpx.RemoteProtocolError`` ends the run and nothing is executed.
 
 Before llama-index-core 0.14.22 (observed on 0.13.0 and 0.13.6) a sync tool runs in an executor
-thread without the caller's context: its body sees no current span (an async tool's sees the
-execution span); llama-index-workflows 1.x raises a step's exception as its
-``WorkflowRuntimeError``, the exception kept as its cause.
+thread without the caller's context (the adapter gives it the caller's, as 0.14.22 does: its body
+runs inside the execution span on every release); llama-index-workflows 1.x raises a step's
+exception as its ``WorkflowRuntimeError``, the exception kept as its cause.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import subprocess
 import sys
@@ -30,18 +29,16 @@ from llama_index.core.agent.workflow.workflow_events import ToolCallResult
 from llama_index.core.tools import FunctionTool, ToolOutput
 from llama_index.llms.openai import OpenAI
 from opentelemetry.trace import StatusCode
-from packaging.version import Version
 
 from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls.testing.openai_chat import PARALLEL, ToolCall, tool_call_script
 
 body = Body()
-SYNC_BODY_IN_CONTEXT = Version(importlib.metadata.version("llama-index-core")) >= Version("0.14.22")
 
 
 def _in(execution: Any) -> int:
-    """The span a sync tool's body sees while it runs for ``execution`` (module docstring)."""
-    return execution.context.span_id if SYNC_BODY_IN_CONTEXT else 0
+    """The span a tool's body sees while it runs for ``execution``: that execution's, sync or async."""
+    return execution.context.span_id
 
 
 def _raised(error: BaseException) -> BaseException:

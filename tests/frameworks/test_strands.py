@@ -25,7 +25,7 @@ from framework_spans import PARTIAL, WHOLE, Body, answer, completed_turn, cut_tu
 from opentelemetry.trace import StatusCode
 from packaging.version import Version
 from strands import Agent, tool
-from strands.hooks import AfterToolCallEvent
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent
 from strands.models.openai import OpenAIModel
 from strands.telemetry.tracer import get_tracer
 from strands.types._events import ToolResultEvent
@@ -220,6 +220,31 @@ def test_strict_refuses_the_aborted_call_through_strands_error_result(
     # The model was told, as for any failed tool: an error result for that call.
     result = agent.messages[2]["content"][0]["toolResult"]
     assert result["toolUseId"] == PARTIAL.id and result["status"] == "error"
+
+
+@pytest.mark.skipif(not hasattr(BeforeToolCallEvent, "interrupt"), reason="no interrupts in this Strands")
+def test_strict_refuses_a_resumed_aborted_call_before_the_body(
+    instrument: Any, telemetry: Any, fake: Any, strands_traced: None
+) -> None:
+    # A hook asks for approval of each call (Strands' interrupts); the run stops, and the user's
+    # answer resumes it. Wherever the refusal comes relative to the hook (before it, before 1.62),
+    # the resumed aborted call never reaches its body.
+    instrument(strict=True)
+    _abort_call_by_cut(fake)
+    fake.enqueue(answer())
+    agent = _agent(fake, messages=_history_keeping(PARTIAL.id))
+    agent.hooks.add_callback(BeforeToolCallEvent, lambda event: event.interrupt("approval", reason="run?"))
+    result = agent()
+    if result.stop_reason == "interrupt":
+        answers = [{"interruptResponse": {"interruptId": i.id, "response": "yes"}} for i in result.interrupts]
+        result = agent(answers)
+    assert result.stop_reason == "end_turn"
+    assert body.calls == []
+    refused = [s for s in executions(telemetry) if "error.type" in s.attributes]
+    assert [s.attributes["error.type"] for s in refused] == ["otel_toolcalls.IncompleteToolCallError"]
+    assert refused[0].attributes["gen_ai.tool.call.id"] == PARTIAL.id
+    (result_block,) = [b["toolResult"] for m in agent.messages for b in m["content"] if "toolResult" in b]
+    assert result_block["toolUseId"] == PARTIAL.id and result_block["status"] == "error"
 
 
 def test_direct_tool_call_gets_no_span(

@@ -67,7 +67,18 @@ PEERS: dict[str, dict[str, str]] = {
         "bedrock": "opentelemetry.instrumentation.bedrock:BedrockInstrumentor",
     },
     "otel-openai-v2": {"openai": "opentelemetry.instrumentation.openai_v2:OpenAIInstrumentor"},
-    "otel-genai-openai": {"openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor"},
+    # The official GenAI instrumentations (opentelemetry-python-genai), on opentelemetry-util-genai.
+    "otel-genai": {
+        "openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor",
+        "anthropic": "opentelemetry.instrumentation.genai.anthropic:AnthropicInstrumentor",
+        "bedrock": "opentelemetry.instrumentation.genai.bedrock:BedrockInstrumentor",
+    },
+    "otel-genai-langchain": {
+        "langchain": "opentelemetry.instrumentation.genai.langchain:LangChainInstrumentor"
+    },
+    "otel-genai-llama-index": {
+        "llama-index": "opentelemetry.instrumentation.genai.llama_index:LlamaIndexInstrumentor"
+    },
     "logfire": {"openai": "logfire", "anthropic": "logfire"},
     "langfuse": {"openai": "langfuse"},
     "openinference-langchain": {"langchain": "openinference.instrumentation.langchain:LangChainInstrumentor"},

@@ -78,10 +78,12 @@ def _floors() -> dict[str, str]:
 
 FLOORS = _floors()
 OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py",
-          "tests/test_openai_realtime_versions.py"]  # fmt: skip
+          "tests/test_openai_realtime_versions.py", "tests/test_wire_lies.py",
+          "tests/test_compatible_servers.py"]  # fmt: skip
 # The Realtime client through the SDK's own `realtime` extra (its websockets bounds).
 REALTIME = ["tests/test_openai_realtime.py", "tests/test_openai_realtime_versions.py"]
-ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py"]
+ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py",
+             "tests/test_wire_lies.py"]  # fmt: skip
 CHAT = ["openai_chat", "openai_chat_async"]
 RESPONSES = ["openai_responses", "openai_responses_async"]
 # Before 1.14 anthropic has no tracing of its own: no anthropic_sdk_tracing driver.
@@ -131,6 +133,7 @@ WRAPT1 = ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_anthrop
 # The peer lanes: another instrumentation of the same SDKs beside the package (tests/peers), at the
 # versions the README's "Installed beside" table names; the SDKs the newest, as in the main venv.
 PEER_TESTS = ["tests/peers/test_peers.py"]
+OFFICIAL_EXECUTIONS = "tests/peers/test_official_executions.py"
 SDKS = ["openai", "anthropic"]
 PEER_LANES = [
     Lane("peer-openinference", {"openinference-instrumentation-openai": "0.1.66",
@@ -145,8 +148,27 @@ PEER_LANES = [
     # openai-v2 imports httpx (openai 3 uses httpx2) and util-genai 0.x's instruments module.
     Lane("peer-otel-openai-v2", {"opentelemetry-instrumentation-openai-v2": "2.4b0"}, PEER_TESTS,
          extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2"),
-    Lane("peer-otel-genai-openai", {"opentelemetry-instrumentation-genai-openai": "1.3b0"}, PEER_TESTS,
-         extra=["openai"], peer="otel-genai-openai"),
+    # The official GenAI instrumentations (opentelemetry-python-genai), openai-v2's successors; a
+    # framework's lane has the openai one too (its model streams through the openai SDK) and the
+    # distro (tests/peers/test_official_executions.py runs opentelemetry-instrument).
+    Lane("peer-otel-genai", {"opentelemetry-instrumentation-genai-openai": "1.3b0",
+                             "opentelemetry-instrumentation-genai-anthropic": "1.3b0",
+                             "opentelemetry-instrumentation-genai-bedrock": "1.3b0"},
+         PEER_TESTS, extra=[*SDKS, "boto3"], peer="otel-genai"),
+    Lane("peer-otel-genai-langchain", {"opentelemetry-instrumentation-genai-langchain": "1.3b0",
+                                       "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                       "langchain": "1.5.2", "langchain-core": "1.8.3",
+                                       "langchain-openai": "1.8.1", "langgraph": "1.2.24"},
+         [*PEER_TESTS, OFFICIAL_EXECUTIONS], extra=["openai", "opentelemetry-distro"],
+         peer="otel-genai-langchain"),
+    Lane("peer-otel-genai-llama-index", {"opentelemetry-instrumentation-genai-llama-index": "1.3b0",
+                                         "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                         "llama-index-core": "0.14.25", "llama-index-llms-openai": "0.8.3"},
+         [*PEER_TESTS, OFFICIAL_EXECUTIONS], extra=["openai"], peer="otel-genai-llama-index"),
+    Lane("peer-otel-genai-openai-agents", {"opentelemetry-instrumentation-genai-openai-agents": "1.3b0",
+                                           "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                           "openai-agents": "0.20.0"},
+         [OFFICIAL_EXECUTIONS], extra=["openai"], peer="otel-genai-openai-agents"),
     Lane("peer-langfuse", {"langfuse": "5.2.0"}, PEER_TESTS, extra=["openai"], peer="langfuse"),
     # OpenInference's framework instrumentations, through the framework's OpenAI model.
     Lane("peer-openinference-langchain", {"openinference-instrumentation-langchain": "0.1.80",
@@ -205,6 +227,12 @@ LANES = [
     Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
     Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py", "tests/test_remote_mcp.py"],
          extra=["openai"], why="the floor; and the first major, which injects nothing into _meta itself"),
+    # A process with one distribution of instruments-any and no provider SDK, under
+    # opentelemetry-instrument: each at the extra's floor (tests/test_dark_processes.py).
+    Lane("mcp-alone", {"mcp": None}, ["tests/test_dark_processes.py"], extra=["opentelemetry-distro"],
+         why="a tool server: mcp, no provider SDK"),
+    Lane("langchain-alone", {"langchain-core": None}, ["tests/test_dark_processes.py"],
+         extra=["opentelemetry-distro"], why="a worker running LangChain tools: no provider SDK"),
     Lane("ollama-floor", {"ollama": None}, ["tests/test_ollama.py"], extra=["openai"],
          matrix=["ollama", "ollama_async"]),
     Lane("huggingface-floor", {"huggingface_hub": None}, ["tests/test_huggingface.py"], extra=["aiohttp"],

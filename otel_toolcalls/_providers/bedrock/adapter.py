@@ -14,17 +14,27 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import guarded, report
-from otel_toolcalls._core.request import Request
+from otel_toolcalls._core.request import Request, current
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .streams import PROVIDER, begin, hand_back
 
 _TARGET = ("botocore.client", "BaseClient._make_api_call")
+# Where botocore sends the request (aiobotocore's override too), inside every wrapper of
+# _make_api_call: another instrumentation that wraps _make_api_call after the package (the official
+# GenAI Bedrock one) has its inference span current only from there.
+SENT = ("botocore.client", "BaseClient._make_request")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="botocore", targets=(_TARGET,), provider=PROVIDER)
-
+REQUIRES = Requires(sdk="botocore", targets=(_TARGET, SENT), provider=PROVIDER)
 _patches = Patches()
+
+
+def sending(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    request = current()
+    if request is not None:
+        guarded(request.sending)
+    return wrapped(*args, **kwargs)
 
 
 def request_of(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) -> Request | None:
@@ -53,6 +63,7 @@ def instrument(telemetry: Telemetry) -> bool:
         guarded(hand_back, request, result)
         return result
 
+    _patches.wrap(*SENT, sending)
     return _patches.wrap(*_TARGET, api_call)
 
 

@@ -15,13 +15,16 @@ from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches, Requires
 
-from .adapter import request_of
+from .adapter import request_of, sending
 from .streams import PROVIDER, hand_back
 
 _TARGET = ("aiobotocore.client", "AioBaseClient._make_api_call")
-# What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="aiobotocore", targets=(_TARGET,), provider=PROVIDER)
 
+# aiobotocore's own _make_request (a coroutine function): the call returns its coroutine after the
+# check, made where the request is sent (adapter.SENT).
+_SENT = ("aiobotocore.client", "AioBaseClient._make_request")
+# What the adapter needs of the SDK (the instrumentor waits for and checks it).
+REQUIRES = Requires(sdk="aiobotocore", targets=(_TARGET, _SENT), provider=PROVIDER)
 _patches = Patches()
 
 
@@ -39,6 +42,7 @@ def instrument(telemetry: Telemetry) -> bool:
         guarded(hand_back, request, result)
         return result
 
+    _patches.wrap(*_SENT, sending)
     return _patches.wrap(*_TARGET, api_call)
 
 

@@ -19,7 +19,11 @@ _log = logging.getLogger(__name__)
 
 
 def _block_delta(state: Sink, *, body: Any) -> None:
-    tool_use = body["delta"].get("toolUse")
+    # botocore parses what arrives, a required member missing included: such an event says nothing.
+    delta = body.get("delta")
+    if not delta:
+        return
+    tool_use = delta.get("toolUse")
     if tool_use is not None:
         # {"contentBlockDelta":{"delta":{"toolUse":{"input":"{\"loc"}},"contentBlockIndex":0}}
         state.fragment(body.get("contentBlockIndex"), tool_use.get("input"))
@@ -31,7 +35,10 @@ def _block_delta(state: Sink, *, body: Any) -> None:
 
 
 def _block_start(state: Sink, *, body: Any) -> None:
-    tool_use = body["start"].get("toolUse")
+    start = body.get("start")
+    if not start:
+        return
+    tool_use = start.get("toolUse")
     if tool_use is None:
         # {"contentBlockStart":{"start":{"image":{...}},"contentBlockIndex":2}}
         state.other_block_started()

@@ -8,12 +8,15 @@ strings they are), and read by the Anthropic, Converse (Nova) or Chat Completion
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._providers.formats import anthropic_messages, chat_completions
 
 from . import converse
+
+_log = logging.getLogger(__name__)
 
 _METRICS = "amazon-bedrock-invocationMetrics"
 _CONVERSE = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
@@ -48,7 +51,11 @@ def process_event(state: Sink, event: Any) -> None:
     raw = chunk.get("bytes") if chunk is not None else None
     if not raw:
         return
-    payload = json.loads(raw)
+    try:
+        payload = json.loads(raw)
+    except ValueError:  # botocore hands on any bytes: not a chunk this model family sends
+        _log.debug("otel_toolcalls: a Bedrock chunk that is not JSON")
+        return
     if not isinstance(payload, dict):
         return
     # The family is told by the chunk itself, not by modelId (an inference-profile ARN does not name

@@ -70,6 +70,13 @@ def hand_back(request: Request, result: Any) -> None:
     if stream is None or not hasattr(stream, "_event_generator"):
         _log.debug("otel_toolcalls: %s returned no event stream; not traced", route.operation)
         return
+    if type(stream) is not stream.__class__:
+        # Another instrumentation's proxy of the SDK's stream (the official GenAI Bedrock one's,
+        # when it wrapped _make_api_call first): read through it, so that it sees every event
+        # and its end, as without the package; the raw messages beneath it would bypass it.
+        through = AsyncThroughProxy if hasattr(stream, "__aiter__") else ThroughProxy
+        result[route.key] = through(request, stream, route.process, through.source(stream))
+        return
     cls = AsyncStreamProxy if hasattr(stream, "__aiter__") else StreamProxy
     result[route.key] = cls(request, stream, route.process)
 
@@ -91,7 +98,7 @@ class Proxy(Transparent):
 
     __slots__ = ("_self_events", "_self_process", "_self_state")
 
-    def __init__(self, request: Request, stream: Any, process: Process) -> None:
+    def __init__(self, request: Request, stream: Any, process: Process, source: Any = None) -> None:
         object.__setattr__(self, "_self_wrapped", stream)
         object.__setattr__(self, "_self_process", process)
         # The raw messages, through the finalize-once wrapper: the stream's end. Every loop over the
@@ -99,7 +106,8 @@ class Proxy(Transparent):
         # loop), so the end is read here (exhausted, raising, collected), never from a loop's end.
         # Its process step only times the stream; an event is read once botocore has parsed it,
         # in _translate. SDK private names read, never replaced: _event_generator, _parse_event.
-        events = request.attach(stream._event_generator, _timed, owner=self)
+        # ``source``: the parsed events of another instrumentation's proxy instead (ThroughProxy).
+        events = request.attach(stream._event_generator if source is None else source, _timed, owner=self)
         object.__setattr__(self, "_self_events", events)
         object.__setattr__(self, "_self_state", request.state)
 
@@ -160,5 +168,42 @@ class AsyncStreamProxy(Proxy):
             except BaseException as exc:
                 _fail(self._self_state, exc)
                 raise
+            if event:
+                yield self._translate(event)
+
+
+class ThroughProxy(Proxy):
+    """botocore's ``EventStream`` under another instrumentation's proxy: that proxy's one iterator
+    parses the events (and sees them); a failure raised through it ends the package's stream."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def source(stream: Any) -> Any:
+        return iter(stream)
+
+    def __iter__(self) -> Iterator[Any]:
+        for event in self._self_events:
+            if event:
+                yield self._translate(event)
+
+
+class AsyncThroughProxy(Proxy):
+    """aiobotocore's ``AioEventStream`` under another instrumentation's proxy (``async for``)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def source(stream: Any) -> Any:
+        return stream.__aiter__()
+
+    def __iter__(self) -> Any:
+        return self._self_wrapped.__iter__()
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self.__anext__()
+
+    async def __anext__(self) -> AsyncIterator[Any]:  # type: ignore[misc]
+        async for event in self._self_events:
             if event:
                 yield self._translate(event)

@@ -37,7 +37,7 @@ def _block_start(state: Sink, event: Any) -> None:
     # {"type":"content_block_start","index":1,
     #  "content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}
     block = event.content_block
-    tool_type = TOOL_TYPES.get(block.type)
+    tool_type = TOOL_TYPES.get(getattr(block, "type", None) or "")
     if tool_type is None:
         # A text / thinking block: a stopped tool block before it was not the one a limit cut.
         state.other_block_started()
@@ -62,7 +62,7 @@ def _block_stop(state: Sink, event: Any) -> None:
 def _message_delta(state: Sink, event: Any) -> None:
     # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},
     #  "usage":{"output_tokens":42}}: cumulative counts, the message's final usage.
-    state.settle(event.delta.stop_reason)
+    state.settle(getattr(event.delta, "stop_reason", None))
     state.usage = usage.anthropic(state.pending_usage, getattr(event, "usage", None))
 
 

@@ -73,16 +73,15 @@ def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: Index
         index = tool_call.index if index_of is None else index_of(tool_call, position)
         key = index if choice == 0 else (choice, index)
         function = tool_call.function
-        delta_id = tool_call.id
-        # Mistral repeats name and id on every delta ("id": "null" when it has none): only a
-        # different id is a new block.
-        if not state.is_open(key) or (delta_id and delta_id != "null" and _other_id(state, key, delta_id)):
+        name = function.name if function is not None else None
+        # Only a delta that names a tool starts a call (continuations may carry "id": "", or
+        # another id: Poolside); on an open index it must also be another call (_new_call).
+        if not state.is_open(key) or (name and _new_call(state, key, tool_call.id, function)):
             # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
-            name = function.name if function is not None else None
             if not name:
                 _log.debug("tool-call delta without a name for an index that never started: %r", key)
                 continue
-            state.block_started(key, name=name, call_id=_call_id(delta_id), index=index, choice=choice)
+            state.block_started(key, name=name, call_id=_call_id(tool_call.id), index=index, choice=choice)
         if function is None:
             continue
         arguments = function.arguments
@@ -95,6 +94,17 @@ def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: Index
             _log.debug("tool-call arguments arrived as an object; not counted")
 
 
-def _other_id(state: Sink, key: Any, delta_id: Any) -> bool:
+def _new_call(state: Sink, key: Any, delta_id: Any, function: Any) -> bool:
+    """A delta naming a tool on an open index: another call, or the same one repeating its name
+    (Mistral repeats name and id on every delta, "id": "null" when it has none)?"""
     open_id = state.call_id_of(key)
-    return open_id is not None and open_id != str(delta_id)
+    if delta_id and delta_id != "null" and open_id is not None:
+        # SGLang, vLLM, Ollama: parallel calls on index 0, told apart by their ids.
+        # {"index":0,"id":"1","type":"function","function":{"name":"get_time","arguments":""}}
+        return open_id != str(delta_id)
+    # No id to tell: a name with no text or a new document ("{") after a closed one ("}") cannot
+    # continue the same call (Ollama: every call on index 0, ids left out).
+    arguments = function.arguments
+    return (
+        not arguments or (type(arguments) is str and arguments.lstrip()[:1] == "{")
+    ) and state.arguments_closed(key)

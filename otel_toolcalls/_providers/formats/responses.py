@@ -31,16 +31,20 @@ def _created(state: Sink, event: Any) -> None:
 
 def _identify(state: Sink, response: Any) -> None:
     # Also called at the end: a resumed stream (retrieve with starting_after) may never show
-    # response.created.
+    # response.created. The SDK accepts a lifecycle event without its response, or one without an id.
     if state.response_id is None:
-        state.response_id = response.id
-        state.response_model = response.model
+        state.response_id = getattr(response, "id", None)
+        state.response_model = getattr(response, "model", None)
 
 
 def _item_added(state: Sink, event: Any) -> None:
     # {"type":"response.output_item.added","output_index":1,
     #  "item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"get_weather","arguments":""}}
     item = event.item
+    if item is None:
+        # {"type":"response.output_item.added","output_index":0,"item":null}: the SDK keeps the
+        # index empty until a real item comes; nothing started.
+        return
     kind = item.type
     tool_type = _TOOL_TYPES.get(kind)
     if tool_type is None:
@@ -49,9 +53,17 @@ def _item_added(state: Sink, event: Any) -> None:
     key = item.id or event.output_index
     # An mcp_call has no call_id: its item id is the only id the provider gives it.
     call_id = item.id if kind == "mcp_call" else getattr(item, "call_id", None)
-    state.block_started(key, name=item.name, call_id=call_id, index=event.output_index, tool_type=tool_type)
+    free_form = kind == "custom_tool_call"  # its input is free text, not a JSON object
+    state.block_started(
+        key,
+        name=item.name,
+        call_id=call_id,
+        index=event.output_index,
+        tool_type=tool_type,
+        free_form=free_form,
+    )
     # Counted like any fragment, should a server put the first one in the item itself.
-    state.fragment(key, getattr(item, "input" if kind == "custom_tool_call" else "arguments", None))
+    state.fragment(key, getattr(item, "input" if free_form else "arguments", None))
 
 
 def _delta(state: Sink, event: Any) -> None:
@@ -62,7 +74,7 @@ def _delta(state: Sink, event: Any) -> None:
 def _item_done(state: Sink, event: Any) -> None:
     # {"type":"response.output_item.done","item":{"type":"function_call","id":"fc_1","status":"completed"}}
     item = event.item
-    if item.type not in _TOOL_TYPES:
+    if item is None or item.type not in _TOOL_TYPES:
         return
     key = item.id or event.output_index
     # custom_tool_call items carry no status: their done event alone completes them.
@@ -92,18 +104,19 @@ def _error_type(error: Any) -> str | None:
 
 def _completed(state: Sink, event: Any) -> None:
     # {"type":"response.completed","response":{"status":"completed","usage":{...},...}}
-    _identify(state, event.response)
-    _usage(state, event.response)
-    state.settle(event.response.status or "completed")
+    response = event.response
+    _identify(state, response)
+    _usage(state, response)
+    state.settle(getattr(response, "status", None) or "completed")
     state.final_event()
 
 
 def _incomplete(state: Sink, event: Any) -> None:
     # {"type":"response.incomplete","response":{"incomplete_details":{"reason":"max_output_tokens"},...}}
-    _identify(state, event.response)
-    _usage(state, event.response)
-    details = event.response.incomplete_details
-    reason = (details.reason if details is not None else None) or "incomplete"
+    response = event.response
+    _identify(state, response)
+    _usage(state, response)
+    reason = getattr(getattr(response, "incomplete_details", None), "reason", None) or "incomplete"
     state.settle(reason)
     # A reason the package does not know still ended the response before these calls completed.
     for key in state.open_keys():
@@ -113,10 +126,10 @@ def _incomplete(state: Sink, event: Any) -> None:
 
 def _failed(state: Sink, event: Any) -> None:
     # {"type":"response.failed","response":{"status":"failed","error":{"code":"server_error",...}}}
-    _identify(state, event.response)
-    _usage(state, event.response)
-    error = event.response.error
-    state.error_event(error.code if error is not None else None)
+    response = event.response
+    _identify(state, response)
+    _usage(state, response)
+    state.error_event(getattr(getattr(response, "error", None), "code", None))
 
 
 def _error(state: Sink, event: Any) -> None:

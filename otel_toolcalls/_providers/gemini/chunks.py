@@ -81,8 +81,15 @@ def _function_call(state: Sink, call: Any, *, choice: int, aborts: bool) -> None
             _log.debug("function_call part without a name and no call open for candidate %r", key)
             return
         whole = call.args is not None
+        # partial_args fragments are values, not a document's text: no cut can be seen in them.
         state.block_started(
-            key, name=name, call_id=call.id or None, index=state.tool_calls, choice=choice, whole=whole
+            key,
+            name=name,
+            call_id=call.id or None,
+            index=state.tool_calls,
+            choice=choice,
+            whole=whole,
+            free_form=True,
         )
     partial_args = call.partial_args
     if partial_args:

@@ -45,21 +45,29 @@ REQUIRES = Requires(
 _patches = Patches()
 
 
+def _id(found: Any) -> str | None:
+    # The SDK passes on what the server sends: an event without its response, an id that is no
+    # string (unhashable as a key). Such a response is not routed, so not traced.
+    return found if isinstance(found, str) else None
+
+
 def process_event(session: Session, event: Any, connection: object) -> None:
     kind = event.type
     handler = RESPONSE_EVENTS.get(kind)
     if handler is not None:
-        state = session.responses.get(event.response_id)
+        state = session.responses.get(_id(event.response_id))
         if state is not None:
             if state.first_chunk_ns is None:
                 state.first_chunk()
             handler(state, event)
     elif kind == "response.created":
-        state = session.open(event.response.id)
+        # {"type":"response.created","response":{"id":"resp_1","status":"in_progress",...}}
+        response_id = _id(getattr(event.response, "id", None))
+        state = session.open(response_id) if response_id is not None else None
         if state is not None:
-            state.response_id = event.response.id
+            state.response_id = response_id
     elif kind == "response.done":
-        state = session.done(event.response.id)
+        state = session.done(_id(getattr(event.response, "id", None)))
         if state is not None:
             response_done(state, event.response)
     elif kind in ("session.created", "session.updated"):

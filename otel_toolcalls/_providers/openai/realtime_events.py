@@ -22,6 +22,8 @@ def _item_added(state: Sink, event: Any) -> None:
     # {"type":"response.output_item.added","response_id":"resp_1","output_index":0,
     #  "item":{"id":"item_1","type":"function_call","call_id":"call_1","name":"get_weather","arguments":""}}
     item = event.item
+    if item is None:
+        return
     tool_type = _TOOL_TYPES.get(item.type)
     if tool_type is None:
         state.other_block_started()
@@ -43,7 +45,7 @@ def _item_done(state: Sink, event: Any) -> None:
     # {"type":"response.output_item.done","item":{"id":"item_1","type":"function_call","status":"completed"}}
     # An item done "incomplete" stays open: the response.done that follows says why it was cut.
     item = event.item
-    if item.type in _TOOL_TYPES and getattr(item, "status", None) in (None, "completed"):
+    if item is not None and item.type in _TOOL_TYPES and getattr(item, "status", None) in (None, "completed"):
         state.block_completed(item.id)
 
 

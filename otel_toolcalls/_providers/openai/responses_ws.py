@@ -52,10 +52,14 @@ def _field(event: Any, name: str) -> Any:
 def on_send(session: Session, event: Any) -> None:
     # {"type":"response.create","model":"gpt-5","stream_id":"lane_a","input":[...]}: only these read.
     if _field(event, "type") == "response.create":
-        # Omitted keywords arrive as the SDK's `omit` sentinel: only a string names a lane.
-        lane = _field(event, "stream_id")
-        lane = lane if isinstance(lane, str) else None
+        lane = _lane(_field(event, "stream_id"))
         session.asked.setdefault(lane, []).append(model_of(_field(event, "model")))
+
+
+def _lane(stream_id: Any) -> str | None:
+    # Omitted keywords arrive as the SDK's `omit` sentinel, and the SDK passes on whatever the
+    # server echoes (a list, unhashable, included): only a string names a lane.
+    return stream_id if isinstance(stream_id, str) else None
 
 
 def process_event(session: Session, event: Any, connection: object) -> None:
@@ -64,7 +68,7 @@ def process_event(session: Session, event: Any, connection: object) -> None:
     ``stream_id`` (None: the default lane). So an event belongs to the response open on its lane:
     ``response.created`` opens it (with the model that lane's create asked for), its final event
     (``response.completed`` / ``incomplete`` / ``failed``, or an ``error``) ends it."""
-    lane = getattr(event, "stream_id", None)
+    lane = _lane(getattr(event, "stream_id", None))
     if event.type == "response.created":
         asked = session.asked.get(lane)
         session.open(lane, asked.pop(0) if asked else None)

@@ -1,0 +1,207 @@
+"""One process of the official-instrumentation lanes: a framework's agent loop (its model streams
+from the fake provider through the openai SDK, its tools run) with the package and the official
+OpenTelemetry GenAI instrumentations (``opentelemetry-instrumentation-genai-*``) instrumented as
+``opentelemetry-instrument`` does it: each ``opentelemetry_instrumentor`` entry point loaded and its
+instrumentor's ``instrument()`` called with no arguments, in the order the mode says.
+
+    python tests/peers/executions.py FRAMEWORK MODE    # prints one JSON line
+
+FRAMEWORK: langchain, llama-index, openai-agents. MODE: peer (theirs alone), ours (the package
+alone), ours-first, peer-first; auto: run under ``opentelemetry-instrument``, which instrumented
+everything before this module ran (its span processor is added to the provider it set).
+``OTEL_TOOLCALLS_STRICT=true`` in the environment: strict mode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from typing import Any
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_toolcalls.testing import FakeProvider
+from otel_toolcalls.testing.openai_chat import ToolCall, events_for, script_for, tool_call_script
+
+EXPORTER = InMemorySpanExporter()
+READER = InMemoryMetricReader()
+WHOLE = ToolCall(name="get_weather", id="call_weather_1", arguments='{"location": "Zürich"}')
+# The token limit ends the stream inside the string value: each framework still parses a call out
+# of it and runs the tool (unless strict).
+PARTIAL = ToolCall(name="get_weather", id="call_weather_2", arguments='{"location": "Zürich, Sch')
+
+# framework -> the official instrumentations opentelemetry-instrument loads beside it (entry point
+# names): the framework's and the openai SDK's, which its model streams through.
+THEIRS = {
+    "langchain": ["langchain", "openai"],
+    "llama-index": ["llama_index", "openai"],
+    "openai-agents": ["openai_agents", "openai"],
+}
+OURS = "toolcalls"
+
+# What each tool body saw: its argument, and the span current while it ran.
+RAN: list[tuple[Any, int]] = []
+
+
+def get_weather(location: str) -> str:
+    """Current weather for a location."""
+    RAN.append((location, trace.get_current_span().get_span_context().span_id))
+    return "sunny"
+
+
+def _instrument(names: list[str]) -> None:
+    """As opentelemetry-instrument's distro does: load each entry point, instrument() it."""
+    found = {ep.name: ep for ep in entry_points(group="opentelemetry_instrumentor")}
+    for name in names:
+        found[name].load()().instrument()
+
+
+def set_up(framework: str, mode: str) -> None:
+    if mode == "auto":
+        trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(EXPORTER))  # type: ignore[attr-defined]
+        return
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(EXPORTER))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[READER]))
+    if framework == "openai-agents":
+        from agents import set_trace_processors
+
+        # The SDK's own exporter (to OpenAI's backend) off; the official instrumentation adds its
+        # processor, through which the agent's spans become OpenTelemetry spans.
+        set_trace_processors([])
+    theirs = THEIRS[framework]
+    order = {"peer": theirs, "ours": [OURS], "ours-first": [OURS, *theirs], "peer-first": [*theirs, OURS]}
+    _instrument(order[mode])
+
+
+def _answer() -> Any:
+    return script_for(events_for([], text="Sunny.", finish_reason="stop"))
+
+
+def _turn(fake: FakeProvider, reply: str) -> None:
+    if reply == "whole":
+        fake.enqueue(tool_call_script([WHOLE]), _answer())
+    else:
+        fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"), _answer())
+
+
+# -- each framework's agent loop, as its documentation shows it ----------------------------------
+
+
+def _langchain(fake: FakeProvider, asynchronous: bool) -> Any:
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    model = ChatOpenAI(
+        model="gpt-4o-mini", streaming=True, base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0
+    )
+    # Tool errors reach the caller (a strict refusal among them), on every langgraph release.
+    agent = create_react_agent(model, ToolNode([tool(get_weather)], handle_tool_errors=False))
+    question = {"messages": [("user", "Weather in Zürich?")]}
+    if asynchronous:
+        return asyncio.run(agent.ainvoke(question))["messages"][-1].content
+    return agent.invoke(question)["messages"][-1].content
+
+
+def _llama_index(fake: FakeProvider, asynchronous: bool) -> Any:
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.tools import FunctionTool
+    from llama_index.llms.openai import OpenAI
+
+    llm = OpenAI(model="gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(get_weather)], llm=llm, streaming=True)
+
+    async def run() -> Any:
+        handler = agent.run(user_msg="Weather in Zürich?")
+        async for _ in handler.stream_events():
+            pass
+        return str(await handler)
+
+    return asyncio.run(run())
+
+
+def _openai_agents(fake: FakeProvider, asynchronous: bool) -> Any:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+    model = OpenAIChatCompletionsModel("gpt-4o-mini", client)
+    agent = Agent(name="weather", model=model, tools=[function_tool(get_weather)])
+
+    async def run() -> Any:
+        result = Runner.run_streamed(agent, "Weather in Zürich?")
+        async for _ in result.stream_events():
+            pass
+        return result.final_output
+
+    return asyncio.run(run())
+
+
+LOOPS: dict[str, Callable[[FakeProvider, bool], Any]] = {
+    "langchain": _langchain,
+    "llama-index": _llama_index,
+    "openai-agents": _openai_agents,
+}
+# name -> (the model's first reply, async); every framework's loop runs async inside (llama-index,
+# openai-agents): only LangChain has both.
+RUNS = {
+    "langchain": {"whole": ("whole", False), "whole-async": ("whole", True), "truncated": ("partial", False)},
+    "llama-index": {"whole": ("whole", True), "truncated": ("partial", True)},
+    "openai-agents": {"whole": ("whole", True), "truncated": ("partial", True)},
+}
+
+
+def span_record(span: Any) -> dict[str, Any]:
+    return {
+        "name": span.name,
+        "kind": span.kind.name,
+        "scope": span.instrumentation_scope.name if span.instrumentation_scope else None,
+        "id": span.context.span_id,
+        "parent": span.parent.span_id if span.parent is not None else None,
+        "status": span.status.status_code.name,
+        "attributes": {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()},
+        "links": [link.context.span_id for link in span.links],
+    }
+
+
+def _raised(exc: BaseException) -> list[str]:
+    """The exception and its causes, by type name (frameworks wrap a tool's exception)."""
+    names = []
+    seen: BaseException | None = exc
+    while seen is not None and len(names) < 5:
+        names.append(type(seen).__name__)
+        seen = seen.__cause__ or seen.__context__
+    return names
+
+
+def main(framework: str, mode: str) -> None:
+    set_up(framework, mode)
+    out = {}
+    with FakeProvider() as fake:
+        for name, (reply, asynchronous) in RUNS[framework].items():
+            _turn(fake, reply)
+            EXPORTER.clear()
+            RAN.clear()
+            try:
+                result: Any = {"answer": LOOPS[framework](fake, asynchronous)}
+            except Exception as exc:
+                result = {"raised": _raised(exc)}
+            fake.reset()
+            spans = [span_record(s) for s in EXPORTER.get_finished_spans()]
+            out[name] = {**result, "ran": RAN[:], "spans": spans}
+    print(json.dumps({"runs": out, "strict": os.environ.get("OTEL_TOOLCALLS_STRICT", "")}, default=str))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

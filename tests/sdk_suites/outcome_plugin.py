@@ -1,0 +1,110 @@
+"""The pytest plugin of the SDK-suites lane (tests/sdk_suites/run.py), loaded with ``-p`` into the
+SDK's own test session, before its conftest imports the SDK.
+
+``SDK_SUITE_MODE=instrumented`` turns the package on at import, with in-memory providers of its own
+(never the global ones: the SDK's own tracing tests set and read those). Either mode writes, per
+process (xdist workers each their own file), each test's outcome and, instrumented, the
+``toolcall.internal_errors`` counted during it, by ``error.site``, to ``$SDK_SUITE_OUT.<process>.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from typing import Any
+
+import pytest
+
+_READER: Any = None
+
+if os.environ.get("SDK_SUITE_MODE") == "instrumented":
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from otel_toolcalls import ToolCallsInstrumentor
+
+    _READER = InMemoryMetricReader()
+    _TRACER_PROVIDER = TracerProvider()
+    _TRACER_PROVIDER.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    ToolCallsInstrumentor().instrument(
+        tracer_provider=_TRACER_PROVIDER, meter_provider=MeterProvider(metric_readers=[_READER])
+    )
+
+
+def internal_errors() -> Counter[str]:
+    """``error.site`` -> the cumulative ``toolcall.internal_errors`` so far (empty when bare)."""
+    counts: Counter[str] = Counter()
+    data = _READER.get_metrics_data() if _READER is not None else None
+    for resource in getattr(data, "resource_metrics", None) or ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != "toolcall.internal_errors":
+                    continue
+                for point in metric.data.data_points:
+                    counts[str(point.attributes.get("error.site", "?"))] += int(point.value)
+    return counts
+
+
+class _Record:
+    def __init__(self) -> None:
+        self.outcomes: dict[str, str] = {}
+        self.errors: dict[str, dict[str, int]] = {}
+        # nodeid -> the end of its first failure's report (run.py tells a by-design difference by it).
+        self.failures: dict[str, str] = {}
+        self._seen: Counter[str] = Counter()
+
+    def take_errors(self, key: str) -> None:
+        now = internal_errors()
+        new = {site: count - self._seen[site] for site, count in now.items() if count > self._seen[site]}
+        if new:
+            self.errors[key] = new
+        self._seen = now
+
+    def outcome(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome != "passed":
+            if hasattr(report, "wasxfail"):
+                result = "xfailed" if report.outcome == "skipped" else "xpassed"
+            elif report.outcome == "failed" and report.when != "call":
+                result = "error"
+            else:
+                result = report.outcome
+            # The first result that is not a pass wins (a teardown error after a pass).
+            if self.outcomes.get(report.nodeid, "passed") == "passed":
+                self.outcomes[report.nodeid] = result
+                if report.failed:
+                    self.failures[report.nodeid] = str(report.longrepr)[-3000:]
+        if report.when == "teardown":
+            self.take_errors(report.nodeid)
+
+
+_RECORD = _Record()
+
+
+def _runs_tests(config: pytest.Config) -> bool:
+    """False in pytest-xdist's controller: its workers run the tests and write their own files."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _RECORD.outcome(report)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.failed:
+        _RECORD.outcomes[report.nodeid] = "collect-error"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if not _runs_tests(session.config):
+        return
+    _RECORD.take_errors("(outside a test: import, collection)")
+    worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
+    out = f"{os.environ['SDK_SUITE_OUT']}.{worker}.json"
+    with open(out, "w") as handle:
+        json.dump(
+            {"outcomes": _RECORD.outcomes, "errors": _RECORD.errors, "failures": _RECORD.failures}, handle
+        )

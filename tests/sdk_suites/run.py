@@ -1,0 +1,292 @@
+"""The SDK-suites lane: the openai and anthropic SDKs' own tests, run bare and instrumented.
+
+For each SDK at the newest version the tested-versions table states (otel_toolcalls/_wiring/
+support.py), its source distribution is fetched from PyPI (the sdist carries the SDK's ``tests/``),
+a venv of its own gets that release, the test dependencies its pyproject.toml declares (less its
+linters and type checkers) and the package (editable), and the suite (``tests/lib`` unless told)
+runs twice: bare, then with the package instrumented before the SDK is imported
+(tests/sdk_suites/outcome_plugin.py). It fails on any test whose outcome differs between the runs
+and on any ``toolcall.internal_errors`` counted in the instrumented one.
+
+    python3 tests/sdk_suites/run.py                      # openai and anthropic, tests/lib
+    python3 tests/sdk_suites/run.py openai --tests tests/lib tests/test_client.py
+    python3 tests/sdk_suites/run.py anthropic --version 2.16.0 --source ~/anthropic-sdk-python
+
+``--source`` runs the suite of a checkout instead of the sdist's (the venv still installs the
+release from PyPI); ``--package`` installs another otel_toolcalls source (an older commit, to
+measure what a change fixed); SDK_SUITE_REUSE_BARE=1 reuses the last bare run's outcomes.
+Everything lives under .sdk-suites/ (venvs, sdists, logs, results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from otel_toolcalls._wiring.support import TESTED  # noqa: E402
+
+WORK = ROOT / ".sdk-suites"
+HERE = Path(__file__).resolve().parent
+UV = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+# The dev dependencies that check the SDK's source rather than run its tests.
+NOT_FOR_TESTS = re.compile(r"^(pyright|ruff|ty|mypy|griffe|nox|types-.*|.*-stubs)$")
+
+
+@dataclass(frozen=True)
+class Suite:
+    sdk: str
+    # The SDK's extras its tests/lib reaches (its clients for Bedrock, Vertex, Realtime...).
+    extras: Sequence[str]
+    # Beside tests/lib (by default): files of the rest of its tests/ that drive what the package
+    # patches (the Realtime connection's reconnect and send queue: response.created without response).
+    beside: Sequence[str] = ()
+
+
+SUITES = {
+    "openai": Suite("openai", ["realtime", "aiohttp", "bedrock", "vertex", "datalib"],
+                    beside=["tests/test_send_queue_reconnect.py"]),
+    "anthropic": Suite("anthropic", ["aiohttp", "vertex", "bedrock", "mcp", "webhooks"]),
+}  # fmt: skip
+
+
+def _run(cmd: Sequence[str], log: Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> int:
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(map(str, cmd))}\n")
+        out.flush()
+        return subprocess.run(
+            list(map(str, cmd)), cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=env
+        ).returncode
+
+
+def sdist(sdk: str, version: str, log: Path) -> Path:
+    """The release's source distribution, unpacked (the tests are in it, not in the wheel)."""
+    tree = WORK / "src" / f"{sdk}-{version}"
+    if (tree / "tests").is_dir():
+        return tree
+    download = WORK / "src" / "downloads"
+    download.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "download"]
+    if _run([*pip, "--no-binary", ":all:", "--no-deps", "-d", download, f"{sdk}=={version}"], log) != 0:
+        raise SystemExit(f"{sdk} {version}: no sdist downloaded (see {log})")
+    archive = next(download.glob(f"{sdk}-{version}.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(WORK / "src", filter="data")
+    if not (tree / "tests").is_dir():
+        raise SystemExit(f"{sdk} {version}: the sdist carries no tests/")
+    return tree
+
+
+def test_requirements(tree: Path) -> list[str]:
+    """The dev dependency group of the SDK's pyproject.toml, less the source checkers."""
+    project = tomllib.loads((tree / "pyproject.toml").read_text())
+    dev = project.get("dependency-groups", {}).get("dev", [])
+    keep = []
+    for spec in dev:
+        if not isinstance(spec, str):
+            continue
+        name = re.split(r"[\s<>=~!;\[]", spec, maxsplit=1)[0]
+        if not NOT_FOR_TESTS.match(name.lower()):
+            keep.append(spec)
+    return keep
+
+
+def _other(package: Path) -> str:
+    """The suffix of what is kept for another otel_toolcalls source than this tree."""
+    return "" if package == ROOT else "-" + hashlib.sha256(str(package).encode()).hexdigest()[:8]
+
+
+def venv_for(suite: Suite, version: str, tree: Path, package: Path, log: Path) -> Path:
+    """The suite's venv, built unless its stamp says it holds these requirements already;
+    ``package``: the source of otel_toolcalls installed there (editable)."""
+    reqs = [
+        f"{suite.sdk}[{','.join(suite.extras)}]=={version}",
+        *test_requirements(tree),
+        "pytest-xdist",
+        "opentelemetry-sdk",
+    ]
+    venv = WORK / f"venv-{suite.sdk}{_other(package)}"
+    key = hashlib.sha256(json.dumps([sys.version, reqs, (package / "pyproject.toml").read_text()]).encode())
+    stamp = venv / ".stamp"
+    if stamp.exists() and stamp.read_text() == key.hexdigest():
+        return venv
+    shutil.rmtree(venv, ignore_errors=True)
+    python = venv / "bin" / "python"
+    if UV is None:
+        raise SystemExit("uv is needed (the test extra installs it): make .venv/.stamp-test")
+    pip = [UV, "pip", "install", "-q", "--python", python]
+    if (
+        _run([UV, "venv", "-q", "--python", sys.executable, venv], log) != 0
+        or _run([*pip, *reqs], log) != 0
+        or _run([*pip, "-e", package], log) != 0
+    ):
+        raise SystemExit(f"{suite.sdk}: install failed (see {log})")
+    stamp.write_text(key.hexdigest())
+    return venv
+
+
+def run_suite(venv: Path, tree: Path, tests: Sequence[str], mode: str, jobs: int, log: Path) -> dict:
+    """One pytest session of the SDK's suite; returns the outcomes and the internal errors."""
+    out = WORK / "results" / f"{tree.name}-{venv.name}-{mode}"
+    if (
+        mode == "bare"
+        and os.environ.get("SDK_SUITE_REUSE_BARE")
+        and list(out.parent.glob(f"{out.name}.*.json"))
+    ):
+        return _merged(out)
+    for old in out.parent.glob(f"{out.name}.*.json"):
+        old.unlink()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "VIRTUAL_ENV"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(SDK_SUITE_MODE=mode, SDK_SUITE_OUT=str(out))
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # The SDK's own addopts stay (anthropic's load a plugin of its own); -n after them wins.
+    cmd = [
+        venv / "bin" / "python",
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "outcome_plugin",
+        "-n",
+        str(jobs),
+        "--durations=30",
+        "-rN",
+        "--continue-on-collection-errors",
+        *tests,
+    ]
+    _run(cmd, log, cwd=tree, env=env)
+    return _merged(out)
+
+
+def _merged(out: Path) -> dict:
+    merged: dict = {"outcomes": {}, "errors": {}, "failures": {}}
+    for part in sorted(out.parent.glob(f"{out.name}.*.json")):
+        found = json.loads(part.read_text())
+        for key in merged:
+            merged[key].update(found.get(key, {}))
+    return merged
+
+
+# What the package adds by design to the SDK's own execution span (TELEMETRY.md section 3: the
+# streamed call's outcome, completed or aborted), which the SDK's tests of its spans' exact
+# attributes see: that one extra attribute and nothing else is no difference in behaviour.
+BY_DESIGN = re.compile(
+    r"Left contains 1 more item:\s*(?:E\s*)?\{'toolcall\.outcome': '(?:completed|aborted)'\}"
+)
+
+
+def by_design(name: str, bare: dict, instrumented: dict) -> bool:
+    failure = instrumented["failures"].get(name, "")
+    return bare["outcomes"].get(name) == "passed" and bool(BY_DESIGN.search(failure))
+
+
+def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
+    """Prints the counts and each difference; True when there is none (the package's annotation of
+    the SDK's span aside) and no internal error."""
+    names = sorted(set(bare["outcomes"]) | set(instrumented["outcomes"]))
+    changed = [n for n in names if bare["outcomes"].get(n) != instrumented["outcomes"].get(n)]
+    designed = [n for n in changed if by_design(n, bare, instrumented)]
+    differ = [n for n in changed if n not in designed]
+    tally: dict[str, int] = {}
+    for outcome in bare["outcomes"].values():
+        tally[outcome] = tally.get(outcome, 0) + 1
+    errors = sum(sum(sites.values()) for sites in instrumented["errors"].values())
+    erring = [key for key in instrumented["errors"] if not key.startswith("(")]
+    print(
+        f"{sdk} {version}: {len(names)} tests ({', '.join(f'{v} {k}' for k, v in sorted(tally.items()))}); "
+        f"{len(differ)} differ ({len(designed)} more by design); "
+        f"toolcall.internal_errors {errors} in {len(erring)} tests"
+    )
+    for name in differ:
+        print(
+            f"  differs: {name}: bare {bare['outcomes'].get(name)}, "
+            f"instrumented {instrumented['outcomes'].get(name)}"
+        )
+    for name in designed:
+        print(f"  by design (toolcall.outcome on the SDK's own span): {name}")
+    by_site: dict[str, int] = {}
+    for sites in instrumented["errors"].values():
+        for site, count in sites.items():
+            by_site[site] = by_site.get(site, 0) + count
+    for site, count in sorted(by_site.items()):
+        print(f"  internal errors at {site}: {count}")
+    for key in list(instrumented["errors"])[:20]:
+        print(f"  internal errors in {key}: {instrumented['errors'][key]}")
+    if not names:
+        print(f"  no test ran (see .sdk-suites/logs/{sdk}.log)")
+    return bool(names) and not differ and not errors
+
+
+def _children_cpu() -> float:
+    # The suites' CPU (user + sys): what the lane costs on a shared machine, whatever its load.
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def count_errors(sdk: str, version: str, instrumented: dict) -> bool:
+    return compare(sdk, version, instrumented, instrumented)
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("sdks", nargs="*", help=f"of {', '.join(SUITES)} (default: all)")
+    parser.add_argument("--version", help="the SDK's release (default: the newest support.py states)")
+    parser.add_argument(
+        "--tests", nargs="+", help="paths inside the SDK's tree (default: tests/lib and a few)"
+    )
+    parser.add_argument("--source", type=Path, help="an SDK checkout whose tests run instead of the sdist's")
+    parser.add_argument("--errors-only", action="store_true", help="the instrumented run alone: its errors")
+    parser.add_argument("--package", type=Path, default=ROOT, help="the otel_toolcalls source to install")
+    parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("SDK_SUITE_JOBS", "2")))
+    args = parser.parse_args(argv)
+    unknown = set(args.sdks) - set(SUITES)
+    if unknown:
+        parser.error(f"no suite for {', '.join(sorted(unknown))}")
+    failed = 0
+    for sdk in args.sdks or list(SUITES):
+        start = time.monotonic()
+        version = args.version or TESTED[sdk][1]
+        (WORK / "logs").mkdir(parents=True, exist_ok=True)
+        log = WORK / "logs" / f"{sdk}{_other(args.package.resolve())}.log"
+        log.write_text("")
+        tree = args.source.resolve() if args.source else sdist(sdk, version, log)
+        venv = venv_for(SUITES[sdk], version, tree, args.package.resolve(), log)
+        tests = args.tests or ["tests/lib", *SUITES[sdk].beside]
+        ran = time.monotonic(), _children_cpu()
+        instrumented = run_suite(venv, tree, tests, "instrumented", args.jobs, log)
+        if args.errors_only:
+            failed += not count_errors(sdk, version, instrumented)
+        else:
+            bare = run_suite(venv, tree, tests, "bare", args.jobs, log)
+            failed += not compare(sdk, version, bare, instrumented)
+        took = time.monotonic() - ran[0]
+        print(
+            f"{sdk} {version}: {time.monotonic() - start:.0f}s in all, the runs {took:.0f}s "
+            f"(cpu {_children_cpu() - ran[1]:.0f}s; log: {log.relative_to(ROOT)})",
+            flush=True,
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
