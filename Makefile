@@ -82,7 +82,7 @@ unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
 
 # The main suite runs alone: some of its tests time paced streams (bedrock's stop 30 ms after the
 # block), which more jobs beside it on two cores would fail. The wrapt 1.x tests are a version lane.
-test: lint typecheck unit lanes
+test: test-setup unit lanes
 
 # The old-SDK lanes and the framework venvs use venvs of their own, so they run side by side (each
 # target's output kept together): one after the other they took CI past 14 of its 15 minutes.
@@ -191,6 +191,19 @@ alertmanager:
 
 # The main suite holds the configs' validate test and the pipeline test: they need the binaries.
 unit: pipeline-bins alertmanager
+
+# `make test` from a clean clone: the Go builds take minutes of CPU from cold caches, so they run
+# beside lint, typecheck and the main suite's installs (apt, the viewer venv), which time nothing;
+# the main suite then runs alone and finds them built. The installs go one at a time: two apt-gets
+# at once would race for dpkg's lock.
+TEST_SETUP := lint typecheck promtool redis-server alertmanager $(VIEWER_VENV)/.stamp chromium
+.PHONY: test-setup test-setup-steps
+
+test-setup:
+	$(MAKE) --no-print-directory -j2 -O pipeline-bins test-setup-steps
+
+test-setup-steps: $(VENV)/.stamp-test
+	@for step in $(TEST_SETUP); do $(MAKE) --no-print-directory $$step || exit 1; done
 
 pipeline-test: $(VENV)/.stamp-test pipeline-bins promtool alertmanager
 	$(PY) -m pytest -q -p no:cacheprovider tests/test_collector_validate.py tests/test_pipeline.py

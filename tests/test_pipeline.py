@@ -8,8 +8,9 @@ an aborted call, whole and from one gateway; outcomes and reasons as the app saw
 execute_tool linked only to its completed call. From Prometheus: span metrics and the package's
 toolcall.calls count the same calls. From the webhook: the aborted-rate alert of both rule files.
 
-Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing;
-`make test` builds and installs them first (targets pipeline-bins, promtool, alertmanager).
+Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing, and
+fails instead under CI; `make test` builds and installs them first (pipeline-bins, promtool,
+alertmanager).
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ import pytest
 from pipeline.stack import SERVICE, Stack, attrs, missing_tools, running
 
 from otel_toolcalls._core import names as n
-
-pytestmark = pytest.mark.skipif(bool(missing_tools()), reason=f"not built or installed: {missing_tools()}")
 
 TURNS = 48  # per app: 96 turns, 192 calls, 48 of them aborted
 RATE = 6.0  # turns a second per app
@@ -106,6 +105,12 @@ def listeners(pid: int) -> set[str]:
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    missing = missing_tools()
+    if missing:
+        how = f"{missing} (make pipeline-bins promtool alertmanager)"
+        if os.environ.get("CI"):
+            pytest.fail(f"missing in CI: {how}")
+        pytest.skip(f"not built or installed: {how}; CI fails instead of skipping")
     workdir = tmp_path_factory.mktemp("pipeline")
     with running(workdir) as stack:
         start_ns = time.time_ns() - 5_000_000_000
