@@ -82,7 +82,7 @@ unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
 
 # The main suite runs alone: some of its tests time paced streams (bedrock's stop 30 ms after the
 # block), which more jobs beside it on two cores would fail. The wrapt 1.x tests are a version lane.
-test: lint typecheck unit lanes
+test: test-setup unit lanes
 
 # The old-SDK lanes and the framework venvs use venvs of their own, so they run side by side (each
 # target's output kept together): one after the other they took CI past 14 of its 15 minutes.
@@ -160,3 +160,62 @@ bench-providers: $(VENV)/.stamp-test
 
 clean:
 	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .pytest_cache .mypy_cache .ruff_cache
+
+# ---- The pipeline users run (issue 30): Jaeger v2 and the agent tier's Collector, built from their
+# Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its
+# module's go.mod/go.sum (a pinned version) or main.go changes. Jaeger v1.75.0 is Jaeger v2.12.0;
+# the agent (collector-config/go/agent) is at Collector v0.140.1 (main.go says why not v0.139.0).
+PIPELINE := .pipeline
+PIPELINE_BIN := $(PIPELINE)/bin
+GO ?= go
+GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath
+JAEGER_MOD := collector-config/go/jaeger
+AGENT_MOD := collector-config/go/agent
+
+.PHONY: pipeline-bins alertmanager pipeline-test pipeline-load jaeger jaeger-stop
+
+$(PIPELINE_BIN)/jaeger: $(JAEGER_MOD)/go.mod $(JAEGER_MOD)/go.sum
+	cd $(JAEGER_MOD) && $(GO_BUILD) -o $(CURDIR)/$@ github.com/jaegertracing/jaeger/cmd/jaeger
+
+$(PIPELINE_BIN)/otelcol-agent: $(AGENT_MOD)/go.mod $(AGENT_MOD)/go.sum $(AGENT_MOD)/main.go
+	cd $(AGENT_MOD) && $(GO_BUILD) -o $(CURDIR)/$@ .
+
+pipeline-bins: $(PIPELINE_BIN)/jaeger $(PIPELINE_BIN)/otelcol-agent
+
+# Debian's Alertmanager, for the pipeline test's alert (like promtool above).
+alertmanager:
+	@command -v prometheus-alertmanager >/dev/null 2>&1 || { \
+	  echo "installing Debian's prometheus-alertmanager package"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus-alertmanager >/dev/null) \
+	  || echo "could not install prometheus-alertmanager; the pipeline test will fail"; }
+
+# The main suite holds the configs' validate test and the pipeline test: they need the binaries.
+unit: pipeline-bins alertmanager
+
+# `make test` from a clean clone: the Go builds take minutes of CPU from cold caches, so they run
+# beside lint, typecheck and the main suite's installs (apt, the viewer venv), which time nothing;
+# the main suite then runs alone and finds them built. The installs go one at a time: two apt-gets
+# at once would race for dpkg's lock.
+TEST_SETUP := lint typecheck promtool redis-server alertmanager $(VIEWER_VENV)/.stamp chromium
+.PHONY: test-setup test-setup-steps
+
+test-setup:
+	$(MAKE) --no-print-directory -j2 -O pipeline-bins test-setup-steps
+
+test-setup-steps: $(VENV)/.stamp-test
+	@for step in $(TEST_SETUP); do $(MAKE) --no-print-directory $$step || exit 1; done
+
+pipeline-test: $(VENV)/.stamp-test pipeline-bins promtool alertmanager
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_collector_validate.py tests/test_pipeline.py
+
+# Load and faults through the pipeline (tests/pipeline/load.py): numbers for the note, not a test.
+pipeline-load: $(VENV)/.stamp-test pipeline-bins
+	$(PY) tests/pipeline/load.py
+
+# Jaeger v2, built above, on 127.0.0.1 with memory storage and the demo's traces; the API URLs are
+# printed (the module build serves a placeholder UI page). `make jaeger-stop` stops it.
+jaeger: $(VENV)/.stamp-demo pipeline-bins
+	$(PY) examples/viewer/jaeger.py up
+
+jaeger-stop:
+	@$(PYTHON) examples/viewer/jaeger.py down

@@ -135,6 +135,7 @@ def print_tree(spans: Sequence[ReadableSpan]) -> None:
                 "toolcall.abort_reason",
                 "toolcall.arguments.deltas",
                 "toolcall.arguments.size",
+                "toolcall.call.id",
                 "gen_ai.tool.call.id",
             )
             if k in a

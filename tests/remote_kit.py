@@ -136,7 +136,9 @@ def by_call_id(spans: list[Span], prefix: str) -> dict[str, list[Span]]:
     out: dict[str, list[Span]] = {}
     for span in spans:
         if span.name.startswith(prefix):
-            out.setdefault(attributes(span.attributes).get("gen_ai.tool.call.id", ""), []).append(span)
+            # The tool-call span keeps its id in toolcall.call.id, an execution in gen_ai.tool.call.id.
+            key = "toolcall.call.id" if span.name.startswith("tool_call ") else "gen_ai.tool.call.id"
+            out.setdefault(attributes(span.attributes).get(key, ""), []).append(span)
     return out
 
 

@@ -63,8 +63,8 @@ def assert_call(
     attrs = span.attributes or {}
     assert span.kind is SpanKind.INTERNAL
     assert attrs[n.GEN_AI_PROVIDER_NAME] == provider
-    assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
-    assert attrs[n.GEN_AI_TOOL_TYPE] == tool_type
+    assert attrs[n.TOOLCALL_REQUEST_MODEL] == MODEL
+    assert attrs[n.TOOLCALL_TOOL_TYPE] == tool_type
     if delivered:
         assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(delivered.encode("utf-8"))
     else:
@@ -74,7 +74,7 @@ def assert_call(
 
 
 def by_name(telemetry: Any) -> dict[str, ReadableSpan]:
-    return {s.attributes[n.GEN_AI_TOOL_NAME]: s for s in telemetry.tool_spans()}
+    return {s.attributes[n.TOOLCALL_TOOL_NAME]: s for s in telemetry.tool_spans()}
 
 
 def inference(telemetry: Any) -> ReadableSpan:
@@ -99,7 +99,7 @@ def test_create_for_loop_completes_every_tool_block(
     assert_call(calls["get_weather"], reason=None, delivered=WEATHER.arguments)
     assert_call(calls["lookup"], reason=None, delivered=LOOKUP.arguments)
     weather = calls["get_weather"].attributes or {}
-    assert weather[n.GEN_AI_TOOL_CALL_ID] == "toolu_weather_01"
+    assert weather[n.TOOLCALL_CALL_ID] == "toolu_weather_01"
     assert weather[n.TOOLCALL_INDEX] == 1
     assert weather[n.TOOLCALL_ARGUMENTS_DELTAS] == len(WEATHER.pieces())
     assert calls["get_weather"].name == "tool_call get_weather"
@@ -143,7 +143,7 @@ def test_server_and_mcp_tool_use_are_extensions(telemetry: Any, instrument: Any,
     calls = by_name(telemetry)
     assert_call(calls["web_search"], reason=None, delivered=server.arguments, tool_type="extension")
     assert_call(calls["fetch"], reason=None, delivered=mcp.arguments, tool_type="extension")
-    assert (calls["fetch"].attributes or {})[n.GEN_AI_TOOL_CALL_ID] == "mcptoolu_01"
+    assert (calls["fetch"].attributes or {})[n.TOOLCALL_CALL_ID] == "mcptoolu_01"
 
 
 # -- stop reasons ------------------------------------------------------------------------------------

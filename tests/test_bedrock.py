@@ -85,10 +85,10 @@ def assert_call(
     assert span.name == f"tool_call {call.name}"
     assert span.kind is SpanKind.INTERNAL
     assert attrs[n.GEN_AI_PROVIDER_NAME] == "aws.bedrock"
-    assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
-    assert attrs[n.GEN_AI_TOOL_NAME] == call.name
-    assert attrs[n.GEN_AI_TOOL_CALL_ID] == call.id
-    assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
+    assert attrs[n.TOOLCALL_REQUEST_MODEL] == MODEL
+    assert attrs[n.TOOLCALL_TOOL_NAME] == call.name
+    assert attrs[n.TOOLCALL_CALL_ID] == call.id
+    assert attrs[n.TOOLCALL_TOOL_TYPE] == "function"
     assert attrs[n.TOOLCALL_INDEX] == index
     if text == call.input:
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(call.pieces())
@@ -160,7 +160,7 @@ def test_parallel_calls_with_frames_split_across_writes(
     fake.enqueue(tool_use_script([Text("Let me check."), WEATHER, TIME], split=True, pace=0.001))
     events = list(converse(client))
 
-    spans = {s.attributes[n.GEN_AI_TOOL_NAME]: s for s in telemetry.tool_spans()}  # type: ignore[index]
+    spans = {s.attributes[n.TOOLCALL_TOOL_NAME]: s for s in telemetry.tool_spans()}  # type: ignore[index]
     assert_call(spans["get_weather"], WEATHER, index=1, text=WEATHER.input)
     assert_call(spans["get_time"], TIME, index=2, text=TIME.input)
     assert delivered(events, 2) == TIME.input
@@ -176,7 +176,7 @@ def test_server_tool_use_is_an_extension(instrument: Any, telemetry: Any, client
     fake.enqueue(tool_use_script([search]))
     list(converse(client))
     (span,) = telemetry.tool_spans()
-    assert (span.attributes or {})[n.GEN_AI_TOOL_TYPE] == "extension"
+    assert (span.attributes or {})[n.TOOLCALL_TOOL_TYPE] == "extension"
 
 
 def test_max_tokens_truncates_the_last_block_ended_at_its_stop(
@@ -297,7 +297,7 @@ def test_stream_ending_without_message_stop_leaves_open_calls_incomplete(
     frames = frames_for([WEATHER, TIME], stop_reason=None, stop_last_block=False)
     fake.enqueue(script_for(frames))
     list(converse(client))
-    spans = {s.attributes[n.GEN_AI_TOOL_NAME]: s for s in telemetry.tool_spans()}  # type: ignore[index]
+    spans = {s.attributes[n.TOOLCALL_TOOL_NAME]: s for s in telemetry.tool_spans()}  # type: ignore[index]
     # The first block stopped: completed though nothing settled it (TELEMETRY.md section 6).
     assert_call(spans["get_weather"], WEATHER, index=0, text=WEATHER.input)
     assert_call(spans["get_time"], TIME, index=1, text=TIME.input, reason="incomplete")

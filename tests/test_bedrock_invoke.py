@@ -91,7 +91,7 @@ def assert_call(
     attrs = span.attributes or {}
     assert span.name == f"tool_call {call.name}"
     assert attrs[n.GEN_AI_PROVIDER_NAME] == "aws.bedrock"
-    assert attrs[n.GEN_AI_TOOL_CALL_ID] == call.id
+    assert attrs[n.TOOLCALL_CALL_ID] == call.id
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len([f for f in fragments if f])
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len("".join(fragments).encode("utf-8"))
     assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs
@@ -384,7 +384,7 @@ def test_execute_tool_links_a_completed_call_and_strict_refuses_a_truncated_one(
         ran.append(truncated.id)
     assert ran == []
 
-    calls = {(s.attributes or {})[n.GEN_AI_TOOL_CALL_ID]: s for s in telemetry.tool_spans()}
+    calls = {(s.attributes or {})[n.TOOLCALL_CALL_ID]: s for s in telemetry.tool_spans()}
     executions = {
         (s.attributes or {})[n.GEN_AI_TOOL_CALL_ID]: s
         for s in telemetry.spans()

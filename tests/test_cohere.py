@@ -35,8 +35,8 @@ def assert_completed(span: Any, call: ToolCall, index: int, inference: Any) -> N
     a = span.attributes
     assert span.name == f"tool_call {call.name}"
     assert a["gen_ai.provider.name"] == "cohere"
-    assert a["gen_ai.request.model"] == MODEL
-    assert a["gen_ai.tool.call.id"] == call.id
+    assert a["toolcall.request.model"] == MODEL
+    assert a["toolcall.call.id"] == call.id
     assert a["toolcall.index"] == index
     assert a["toolcall.outcome"] == "completed"
     assert a["toolcall.arguments.deltas"] == len(call.pieces())

@@ -310,16 +310,17 @@ def test_otlp_receiver_listens_on_the_standard_ports(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["otelcol.yaml", "gateway.yaml"])
-def test_traces_go_to_jaeger_and_tempo_with_the_otlp_grpc_exporter_names(name: str) -> None:
+def test_traces_go_to_jaeger_and_tempo_with_the_old_otlp_exporter_names(name: str) -> None:
     conf = load(name)
     text = (CC / name).read_text()
-    assert {"otlp_grpc/jaeger", "otlp_grpc/tempo"} <= set(conf["exporters"])
-    assert "v0.144" in text and "`otlp`" in text  # the older name is documented where it matters
+    # `otlp`, not `otlp_grpc` (v0.144+): Jaeger v2.12 (Collector v0.139) knows only the old name.
+    assert {"otlp/jaeger", "otlp/tempo"} <= set(conf["exporters"])
+    assert "v0.144" in text and "`otlp_grpc`" in text  # the newer name is documented where it matters
     sampled = [
         p for p in conf["service"]["pipelines"].values() if "tail_sampling" in (p.get("processors") or [])
     ]
     assert len(sampled) == 1
-    assert set(sampled[0]["exporters"]) == {"otlp_grpc/jaeger", "otlp_grpc/tempo"}
+    assert set(sampled[0]["exporters"]) == {"otlp/jaeger", "otlp/tempo"}
 
 
 @pytest.mark.parametrize("name", ["otelcol.yaml", "gateway.yaml"])
@@ -454,6 +455,8 @@ _OTLP_CLIENT = f"{_OTLP}.ClientConfig, config/configgrpc/configgrpc.go ClientCon
 _TLS = f"{_CORE} config/configtls/configtls.go ClientConfig.Insecure"
 _TIMEOUT = f"{_OTLP}.TimeoutConfig, exporter/exporterhelper/internal/timeout_sender.go"
 _LB = f"{_CONTRIB} exporter/loadbalancingexporter/config.go"
+_RETRY = f"{_CORE} config/configretry/backoff.go BackOffConfig"
+_QUEUE = f"{_CORE} exporter/exporterhelper/internal/queuebatch/config.go Config"
 _TAIL = f"{_CONTRIB} processor/tailsamplingprocessor/config.go"
 _SPANMETRICS = f"{_CONTRIB} connector/spanmetricsconnector/config.go"
 _PROMETHEUS = f"{_CONTRIB} exporter/prometheusexporter/config.go Config"
@@ -489,14 +492,38 @@ SCALAR_TYPES: dict[str, tuple[str, str]] = {
     "connectors.spanmetrics.dimensions[].name": ("string", f"{_SPANMETRICS} Dimension.Name"),
     "connectors.spanmetrics.aggregation_cardinality_limit": ("int", f"{_SPANMETRICS} Config"),
     "connectors.spanmetrics.metrics_flush_interval": ("time.Duration", f"{_SPANMETRICS} Config"),
-    "exporters.otlp_grpc.endpoint": ("string", _OTLP_CLIENT),
-    "exporters.otlp_grpc.tls.insecure": ("bool", _TLS),
+    "exporters.otlp.endpoint": ("string", _OTLP_CLIENT),
+    "exporters.otlp.tls.insecure": ("bool", _TLS),
     "exporters.prometheus.endpoint": ("string", f"{_PROMETHEUS} (squashed) {_HTTP_SERVER}"),
     "exporters.prometheus.enable_open_metrics": ("bool", f"{_PROMETHEUS}.EnableOpenMetrics"),
     "exporters.prometheus.resource_to_telemetry_conversion.enabled": ("bool", _RESOURCE),
     "exporters.loadbalancing.routing_key": ("string", f"{_LB} Config.RoutingKey"),
     "exporters.loadbalancing.protocol.otlp.timeout": ("time.Duration", f"{_LB} Protocol.OTLP, {_TIMEOUT}"),
     "exporters.loadbalancing.protocol.otlp.tls.insecure": ("bool", f"{_LB} Protocol.OTLP, {_TLS}"),
+    "exporters.loadbalancing.protocol.otlp.retry_on_failure.enabled": (
+        "bool",
+        f"{_LB} Protocol.OTLP, {_RETRY}.Enabled",
+    ),
+    "exporters.loadbalancing.protocol.otlp.retry_on_failure.initial_interval": (
+        "time.Duration",
+        f"{_LB} Protocol.OTLP, {_RETRY}.InitialInterval",
+    ),
+    "exporters.loadbalancing.protocol.otlp.retry_on_failure.max_interval": (
+        "time.Duration",
+        f"{_LB} Protocol.OTLP, {_RETRY}.MaxInterval",
+    ),
+    "exporters.loadbalancing.protocol.otlp.retry_on_failure.max_elapsed_time": (
+        "time.Duration",
+        f"{_LB} Protocol.OTLP, {_RETRY}.MaxElapsedTime",
+    ),
+    "exporters.loadbalancing.protocol.otlp.sending_queue.enabled": (
+        "bool",
+        f"{_LB} Protocol.OTLP, {_QUEUE}.Enabled",
+    ),
+    "exporters.loadbalancing.protocol.otlp.sending_queue.queue_size": (
+        "int64",
+        f"{_LB} Protocol.OTLP, {_QUEUE}.QueueSize",
+    ),
     "exporters.loadbalancing.resolver.dns.hostname": ("string", f"{_LB} DNSResolver.Hostname"),
     "exporters.loadbalancing.resolver.dns.port": ("string", f"{_LB} DNSResolver.Port"),
     "service.pipelines.*.receivers": ("[]component.ID", _PIPELINES),
@@ -536,7 +563,7 @@ def yaml12(node: yaml.Node) -> Any:
 
 def key_path(parents: list[str], key: str) -> str:
     if len(parents) == 1 and parents[0] in COMPONENT_SECTIONS:
-        key = key.split("/", 1)[0]  # `otlp_grpc/jaeger` is an otlp_grpc exporter
+        key = key.split("/", 1)[0]  # `otlp/jaeger` is an otlp exporter
     elif parents == ["service", "pipelines"]:
         key = "*"
     return ".".join([*parents, key])
@@ -572,6 +599,7 @@ ACCEPTS: dict[str, Callable[[Any], bool]] = {
     "int": lambda v: _is_int(v, -(2**63), 2**63 - 1),
     "uint32": lambda v: _is_int(v, 0, 2**32 - 1),
     "uint64": lambda v: _is_int(v, 0, 2**64 - 1),
+    "int64": lambda v: _is_int(v, -(2**63), 2**63 - 1),
     "float64": lambda v: isinstance(v, float) or _is_int(v, -(2**63), 2**63 - 1),
     "time.Duration": lambda v: isinstance(v, str) and bool(_GO_DURATION.fullmatch(v)),
     "metrics.Unit": lambda v: isinstance(v, str) and v.lower() in {"ms", "s"},
@@ -621,7 +649,7 @@ def test_every_key_of_the_type_table_is_used() -> None:
         # The agent as it was: the collector refuses to start on it.
         ("agent.yaml", 'port: "4317"', "port: 4317", "loadbalancing.resolver.dns.port: 4317 is not a string"),
         ("otelcol.yaml", "timeout: 5s", "timeout: 5", "processors.batch.timeout: 5 is not a time.Duration"),
-        ("gateway.yaml", "insecure: true", "insecure: yes", "otlp_grpc.tls.insecure: 'yes' is not a bool"),
+        ("gateway.yaml", "insecure: true", "insecure: yes", "otlp.tls.insecure: 'yes' is not a bool"),
         ("otelcol.yaml", "num_traces: 100000", 'num_traces: "1"', "num_traces: '1' is not a uint64"),
         ("otelcol.yaml", "limit_percentage: 80", "limit_percentage: -8", "limit_percentage: -8 is not"),
         ("otelcol.yaml", "unit: s", "unit: seconds", "histogram.unit: 'seconds' is not a metrics.Unit"),
@@ -769,7 +797,7 @@ def test_compose_has_the_whole_stack_with_pinned_images() -> None:
     for name, image in images.items():
         tag = image.rsplit(":", 1)[-1]
         assert ":" in image and tag != "latest", f"{name}: pin the image version"
-    # otlp_grpc exporter names need otelcol-contrib 0.144+.
+    # The release the README names for the compose stack.
     version = tuple(int(x) for x in images["otelcol"].rsplit(":", 1)[1].split("."))
     assert version >= (0, 144, 0)
     for name, service in services.items():
@@ -817,8 +845,8 @@ def test_the_services_point_at_each_other() -> None:
     services = compose()["services"]
     conf = load("otelcol.yaml")
     # The collector's trace exporters reach the jaeger and tempo services on their OTLP port.
-    assert _host_port(conf["exporters"]["otlp_grpc/jaeger"]["endpoint"]) == ("jaeger", 4317)
-    assert _host_port(conf["exporters"]["otlp_grpc/tempo"]["endpoint"]) == ("tempo", 4317)
+    assert _host_port(conf["exporters"]["otlp/jaeger"]["endpoint"]) == ("jaeger", 4317)
+    assert _host_port(conf["exporters"]["otlp/tempo"]["endpoint"]) == ("tempo", 4317)
     tempo = yaml.safe_load((CC / "tempo" / "tempo.yaml").read_text())
     assert tempo["distributor"]["receivers"]["otlp"]["protocols"]["grpc"]["endpoint"].endswith(":4317")
     # Prometheus scrapes the collector's prometheus exporter.

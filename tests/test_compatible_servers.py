@@ -38,8 +38,8 @@ def summary(telemetry: Any) -> list[tuple[str, str | None, str | None]]:
     """(name, call id, abort reason) of each tool-call span, in the order the calls started."""
     return [
         (
-            s.attributes[n.GEN_AI_TOOL_NAME],
-            s.attributes.get(n.GEN_AI_TOOL_CALL_ID),
+            s.attributes[n.TOOLCALL_TOOL_NAME],
+            s.attributes.get(n.TOOLCALL_CALL_ID),
             s.attributes.get(n.TOOLCALL_ABORT_REASON),
         )
         for s in spans_in_order(telemetry)
@@ -54,7 +54,7 @@ def assert_sizes(telemetry: Any, calls: list[ToolCall]) -> None:
 
 def run_strict(telemetry: Any, call_ids: list[str]) -> None:
     """Strict mode runs each call, and each execution links to its own call's span."""
-    by_id = {s.attributes.get(n.GEN_AI_TOOL_CALL_ID): s for s in telemetry.tool_spans()}
+    by_id = {s.attributes.get(n.TOOLCALL_CALL_ID): s for s in telemetry.tool_spans()}
     ran: list[str] = []
     for call_id in call_ids:
         with execute_tool(call_id, strict=True):

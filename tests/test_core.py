@@ -59,7 +59,7 @@ def test_odd_input_never_raises(telemetry, make):
     s.fragment("k", "more")
     span = telemetry.tool_spans()[0]
     assert span.name == "tool_call " + "a" * 256
-    assert span.attributes[n.GEN_AI_TOOL_CALL_ID] == "c" * 256
+    assert span.attributes[n.TOOLCALL_CALL_ID] == "c" * 256
     assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == 3
     assert n.TOOLCALL_INDEX not in span.attributes
     assert len(telemetry.tool_spans()) == 1

@@ -41,7 +41,7 @@ def test_agent_loop_rolls_back_broken_turns_and_runs_only_completed_calls():
     assert out.stdout.count("turn completed on attempt 2") == 2
     spans = _spans(out.stdout)
     calls = {
-        s["attributes"].get("gen_ai.tool.call.id"): s for s in spans if s["name"].startswith("tool_call ")
+        s["attributes"].get("toolcall.call.id"): s for s in spans if s["name"].startswith("tool_call ")
     }
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_1": "aborted",
@@ -70,7 +70,7 @@ def test_remote_tools_links_across_processes_and_refuses_the_cut_call():
         assert f"{printed} here; service answered 200" in lines
     assert "call_3: aborted here; service answered 409" in lines  # refused before the tool ran
     agent, service = _spans(out.stdout), _spans(out.stderr)
-    calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in agent if s["name"].startswith("tool_call ")}
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in agent if s["name"].startswith("tool_call ")}
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_1": "completed",
         "call_2": "completed",

@@ -34,7 +34,7 @@ def stream_call(call_id: str, *, reason: str | None, name: str = "get_weather") 
 
 
 def tool_span(telemetry: Any, call_id: str) -> Any:
-    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get(n.GEN_AI_TOOL_CALL_ID) == call_id]
+    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get(n.TOOLCALL_CALL_ID) == call_id]
     return span
 
 

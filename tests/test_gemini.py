@@ -81,8 +81,8 @@ def test_whole_calls_complete_at_their_part_without_size(
     a = attrs(weather)
     assert weather.name == "tool_call get_weather"
     assert a["gen_ai.provider.name"] == "gcp.gemini"
-    assert a["gen_ai.request.model"] == g.MODEL
-    assert a["gen_ai.tool.call.id"] == "fc_1"
+    assert a["toolcall.request.model"] == g.MODEL
+    assert a["toolcall.call.id"] == "fc_1"
     assert a["toolcall.index"] == 0
     assert a["toolcall.arguments.deltas"] == 0
     assert "toolcall.arguments.size" not in a
@@ -90,7 +90,7 @@ def test_whole_calls_complete_at_their_part_without_size(
     assert weather.status.is_unset
     assert weather.parent.span_id == inference.context.span_id
     b = attrs(clock)
-    assert "gen_ai.tool.call.id" not in b
+    assert "toolcall.call.id" not in b
     assert b["toolcall.index"] == 1
     i = attrs(inference)
     assert i["gen_ai.operation.name"] == "generate_content"
@@ -113,7 +113,7 @@ def test_vertex_partial_args_are_fragments(telemetry: Any, instrument: Any, fake
     span = telemetry.one("tool_call get_weather")
     a = attrs(span)
     assert a["gen_ai.provider.name"] == "gcp.vertex_ai"
-    assert a["gen_ai.tool.call.id"] == "fc_v1"
+    assert a["toolcall.call.id"] == "fc_v1"
     assert a["toolcall.arguments.deltas"] == DELTAS
     assert a["toolcall.arguments.size"] == SIZE
     assert a["toolcall.outcome"] == "completed"
@@ -242,7 +242,7 @@ async def test_async_partial_args_and_aclose(telemetry: Any, instrument: Any, fa
     await it.__anext__()
     await it.__anext__()
     await it.aclose()
-    by_id = {attrs(s)["gen_ai.tool.call.id"]: attrs(s) for s in telemetry.tool_spans()}
+    by_id = {attrs(s)["toolcall.call.id"]: attrs(s) for s in telemetry.tool_spans()}
     assert by_id["fc_v1"]["toolcall.arguments.size"] == SIZE
     assert by_id["fc_v1"]["toolcall.outcome"] == "completed"
     assert (by_id["fc_v2"]["toolcall.abort_reason"], by_id["fc_v2"]["toolcall.arguments.deltas"]) == (

@@ -93,8 +93,8 @@ def test_completed_with_awkward_fragments(
     span = telemetry.one("tool_call get_weather")
     a = attrs(span)
     assert a["gen_ai.provider.name"] == "huggingface"
-    assert a["gen_ai.request.model"] == MODEL
-    assert a["gen_ai.tool.call.id"] == chat.WEATHER.id
+    assert a["toolcall.request.model"] == MODEL
+    assert a["toolcall.call.id"] == chat.WEATHER.id
     assert a["toolcall.arguments.deltas"] == len(chat.WEATHER.pieces())
     assert a["toolcall.arguments.size"] == len(chat.WEATHER.arguments.encode()) == 94
     assert a["toolcall.outcome"] == "completed"
@@ -113,7 +113,7 @@ def test_parallel_calls_and_the_openai_style_alias(
     fake.enqueue(chat.tool_call_script(chat.PARALLEL))
     list(client(fake).chat.completions.create(messages=MESSAGES, model=MODEL, stream=True))
     spans = sorted(telemetry.tool_spans(), key=lambda s: attrs(s)["toolcall.index"])
-    assert [attrs(s)["gen_ai.tool.call.id"] for s in spans] == ["call_par_1", "call_par_2"]
+    assert [attrs(s)["toolcall.call.id"] for s in spans] == ["call_par_1", "call_par_2"]
     assert [attrs(s)["toolcall.outcome"] for s in spans] == ["completed", "completed"]
 
 
@@ -128,7 +128,7 @@ def test_tgi_chunks_without_ids_and_its_finish_reason(
     got = list(client(fake).chat_completion(messages=MESSAGES, stream=True))
     assert got[-1].choices[0].finish_reason == "eos_token"
     a = attrs(telemetry.one("tool_call "))
-    assert "gen_ai.tool.call.id" not in a and a["toolcall.outcome"] == "completed"
+    assert "toolcall.call.id" not in a and a["toolcall.outcome"] == "completed"
     i = inference(telemetry)
     # The client's model is the base URL: it names no model (and its URL is not recorded as one).
     assert "gen_ai.request.model" not in i and telemetry.one("chat").name == "chat"
@@ -293,7 +293,7 @@ def test_execute_tool_links_completed_and_strict_refuses_cut(
         for s in telemetry.spans()
         if s.name.startswith("execute_tool")
     }
-    call = next(s for s in telemetry.tool_spans() if attrs(s)["gen_ai.tool.call.id"] == "call_par_1")
+    call = next(s for s in telemetry.tool_spans() if attrs(s)["toolcall.call.id"] == "call_par_1")
     assert [link.context.span_id for link in by_id["call_par_1"].links] == [call.context.span_id]
     assert attrs(by_id[chat.WEATHER.id or ""])["toolcall.outcome"] == "aborted"
     assert by_id[chat.WEATHER.id or ""].links == ()
@@ -318,7 +318,7 @@ def test_a_well_known_inference_provider_names_the_spans(
     list(c.chat_completion(messages=MESSAGES, model=model, stream=True))
     assert fake.requests[-1].path == "/cohere/compatibility/v1/chat/completions"
     assert {attrs(s)["gen_ai.provider.name"] for s in telemetry.spans()} == {"cohere"}
-    assert attrs(telemetry.one("tool_call "))["gen_ai.request.model"] == model
+    assert attrs(telemetry.one("tool_call "))["toolcall.request.model"] == model
 
 
 def test_tgi_2_single_call_objects_open_no_span_and_raise_nothing(

@@ -228,7 +228,7 @@ def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
     # A healthy SDK is instrumented without a word.
     assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
     spans = console_spans(result.stdout)
-    key = "gen_ai.tool.name" if adapter in BY_TOOL_NAME else "gen_ai.tool.call.id"
+    key = "toolcall.tool.name" if adapter in BY_TOOL_NAME else "toolcall.call.id"
     calls = [s for s in spans if s["name"].startswith("tool_call ") and s["attributes"].get(key) == call_id]
     assert len(calls) == 1, [s["name"] for s in spans]
     call = calls[0]["attributes"]

@@ -46,7 +46,7 @@ def by_index(telemetry: Any) -> list[Any]:
 def assert_completed(span: Any, call: ToolCall, provider: str, inference: Any) -> None:
     a = span.attributes
     assert a["gen_ai.provider.name"] == provider
-    assert a["gen_ai.tool.call.id"] == call.id
+    assert a["toolcall.call.id"] == call.id
     assert a["toolcall.outcome"] == "completed"
     assert a["toolcall.arguments.deltas"] == len(call.pieces())
     assert a["toolcall.arguments.size"] == len(call.arguments.encode("utf-8"))

@@ -37,8 +37,8 @@ def assert_completed(span: Any, call: ToolCall, inference: Any) -> None:
     a = span.attributes
     assert span.name == f"tool_call {call.name}"
     assert a["gen_ai.provider.name"] == "mistral_ai"
-    assert a["gen_ai.request.model"] == MODEL
-    assert a["gen_ai.tool.call.id"] == call.id
+    assert a["toolcall.request.model"] == MODEL
+    assert a["toolcall.call.id"] == call.id
     assert a["toolcall.outcome"] == "completed"
     assert a["toolcall.arguments.deltas"] == len(call.pieces())
     assert a["toolcall.arguments.size"] == size(call)
@@ -78,7 +78,7 @@ def test_parallel_calls_with_repeated_names_and_null_ids(
 def test_whole_calls_side_by_side_without_index(instrument: Any, telemetry: Any, fake: FakeProvider) -> None:
     fake.enqueue(tool_call_script([WEATHER, CLOCK], whole=True))
     list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
-    spans = {s.attributes["gen_ai.tool.call.id"]: s for s in telemetry.tool_spans()}
+    spans = {s.attributes["toolcall.call.id"]: s for s in telemetry.tool_spans()}
     assert set(spans) == {WEATHER.id, CLOCK.id}
     for call in (WEATHER, CLOCK):
         a = spans[call.id].attributes
@@ -93,7 +93,7 @@ def test_no_id_at_all_is_recorded_without_one(instrument: Any, telemetry: Any, f
     fake.enqueue(tool_call_script([anonymous]))
     list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
     (span,) = telemetry.tool_spans()
-    assert "gen_ai.tool.call.id" not in span.attributes
+    assert "toolcall.call.id" not in span.attributes
     assert span.attributes["toolcall.outcome"] == "completed"
 
 

@@ -62,12 +62,12 @@ def test_whole_calls_end_at_their_own_chunk(telemetry: Any, instrument: Any, fak
     inf = telemetry.one("chat ")
     a = attrs(weather)
     assert a["gen_ai.provider.name"] == "ollama"
-    assert a["gen_ai.request.model"] == o.MODEL
+    assert a["toolcall.request.model"] == o.MODEL
     assert a["toolcall.outcome"] == "completed" and weather.status.is_unset
     assert a["toolcall.arguments.deltas"] == 0
     assert "toolcall.arguments.size" not in a  # whole: arguments arrive parsed, never serialized to count
     # The server sent an id; the client keeps none (its ToolCall model has only `function`).
-    assert "gen_ai.tool.call.id" not in a and "gen_ai.tool.call.id" not in attrs(clock)
+    assert "toolcall.call.id" not in a and "toolcall.call.id" not in attrs(clock)
     assert (a["toolcall.index"], attrs(clock)["toolcall.index"]) == (0, 1)
     assert weather.parent.span_id == clock.parent.span_id == inf.context.span_id
     assert weather.end_time < clock.start_time < inf.end_time

@@ -46,8 +46,8 @@ def assert_call(
     attrs = span.attributes or {}
     assert span.kind is SpanKind.INTERNAL
     assert attrs[n.GEN_AI_PROVIDER_NAME] == provider
-    assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
-    assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
+    assert attrs[n.TOOLCALL_REQUEST_MODEL] == MODEL
+    assert attrs[n.TOOLCALL_TOOL_TYPE] == "function"
     if delivered:
         assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len(delivered.encode("utf-8"))
     else:
@@ -101,7 +101,7 @@ def test_completed_awkward_fragments_one_write_each(telemetry, instrument, fake,
     assert_call(telemetry, span, reason=None, delivered=delivered)
     attrs = span.attributes
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
-    assert attrs[n.GEN_AI_TOOL_CALL_ID] == "call_weather_1"
+    assert attrs[n.TOOLCALL_CALL_ID] == "call_weather_1"
     assert attrs[n.TOOLCALL_INDEX] == 0
     assert_parented(telemetry)
     chat = inference(telemetry)
@@ -294,7 +294,7 @@ def test_no_id_no_finish_reason(telemetry, instrument, fake, client):
     fake.enqueue(tool_call_script([call], finish_reason=None, done=False))
     drain(client.chat.completions.create(**request()))
     span = telemetry.one("tool_call ")
-    assert n.GEN_AI_TOOL_CALL_ID not in span.attributes
+    assert n.TOOLCALL_CALL_ID not in span.attributes
     assert_call(telemetry, span, reason="incomplete", delivered=call.arguments)
     with execute_tool(None, name="get_weather") as exec_span:
         pass

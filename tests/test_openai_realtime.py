@@ -121,7 +121,7 @@ ONE_RESPONSE = [("create",), ("until", "response.done", 1)]
 
 def tool_span(telemetry: Any, call: ToolCall) -> ReadableSpan:
     found = [
-        s for s in telemetry.tool_spans() if (s.attributes or {}).get(n.GEN_AI_TOOL_CALL_ID) == call.call_id
+        s for s in telemetry.tool_spans() if (s.attributes or {}).get(n.TOOLCALL_CALL_ID) == call.call_id
     ]
     assert len(found) == 1, [s.name for s in telemetry.spans()]
     return found[0]
@@ -139,8 +139,8 @@ def assert_call(span: ReadableSpan, call: ToolCall, *, reason: str | None, deliv
     pieces = call.pieces()[:delivered]
     assert span.name == f"tool_call {call.name}"
     assert attrs[n.GEN_AI_PROVIDER_NAME] == "openai"
-    assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
-    assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
+    assert attrs[n.TOOLCALL_REQUEST_MODEL] == MODEL
+    assert attrs[n.TOOLCALL_TOOL_TYPE] == "function"
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len("".join(pieces).encode("utf-8"))
     assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs  # content capture is off

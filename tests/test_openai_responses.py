@@ -69,8 +69,8 @@ def assert_call(span: ReadableSpan, call: ToolCall, *, reason: str | None, deliv
     pieces = call.pieces()[:delivered]
     assert span.kind is SpanKind.INTERNAL
     assert attrs[n.GEN_AI_PROVIDER_NAME] == "openai"
-    assert attrs[n.GEN_AI_TOOL_TYPE] == ("extension" if call.kind == "mcp_call" else "function")
-    assert attrs[n.GEN_AI_TOOL_CALL_ID] == (call.item_id if call.kind == "mcp_call" else call.call_id)
+    assert attrs[n.TOOLCALL_TOOL_TYPE] == ("extension" if call.kind == "mcp_call" else "function")
+    assert attrs[n.TOOLCALL_CALL_ID] == (call.item_id if call.kind == "mcp_call" else call.call_id)
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len("".join(pieces).encode("utf-8"))
     assert_outcome(span, reason, error_type)
@@ -105,7 +105,7 @@ def test_three_kinds_complete_awkward_fragments(telemetry, instrument, fake, cli
         span = span_of(telemetry, call.name)
         assert_call(span, call, reason=None)
         assert span.attributes[n.TOOLCALL_INDEX] == index
-        assert span.attributes[n.GEN_AI_REQUEST_MODEL] == MODEL
+        assert span.attributes[n.TOOLCALL_REQUEST_MODEL] == MODEL
     stream = assert_stream(telemetry, reason=None, count=3)
     assert stream.attributes[n.GEN_AI_RESPONSE_ID] == RESPONSE_ID
     assert stream.attributes[n.GEN_AI_RESPONSE_MODEL] == MODEL
@@ -370,7 +370,7 @@ def test_any_fragmentation_counts_exactly(telemetry, instrument, fake, client, c
     call = ToolCall(**{**WEATHER.__dict__, "call_id": f"call_{next(_ids)}", "fragments": pieces})
     fake.enqueue(tool_call_script([call]))
     list(create(client))
-    span = next(s for s in telemetry.tool_spans() if s.attributes[n.GEN_AI_TOOL_CALL_ID] == call.call_id)
+    span = next(s for s in telemetry.tool_spans() if s.attributes[n.TOOLCALL_CALL_ID] == call.call_id)
     assert_call(span, call, reason=None)
 
 

@@ -100,7 +100,7 @@ def run(
 
 def tool_span(telemetry: Any, call: ToolCall) -> ReadableSpan:
     found = [
-        s for s in telemetry.tool_spans() if (s.attributes or {}).get(n.GEN_AI_TOOL_CALL_ID) == call.call_id
+        s for s in telemetry.tool_spans() if (s.attributes or {}).get(n.TOOLCALL_CALL_ID) == call.call_id
     ]
     assert len(found) == 1, [s.name for s in telemetry.spans()]
     return found[0]
@@ -114,7 +114,7 @@ def assert_call(span: ReadableSpan, call: ToolCall, *, reason: str | None, deliv
                 error_type: str | None = None, model: str = MODEL) -> None:  # fmt: skip
     attrs = span.attributes or {}
     pieces = call.pieces()[:delivered]
-    assert (attrs[n.GEN_AI_PROVIDER_NAME], attrs[n.GEN_AI_REQUEST_MODEL]) == ("openai", model)
+    assert (attrs[n.GEN_AI_PROVIDER_NAME], attrs[n.TOOLCALL_REQUEST_MODEL]) == ("openai", model)
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == len(pieces)
     assert attrs[n.TOOLCALL_ARGUMENTS_SIZE] == len("".join(pieces).encode("utf-8"))
     assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs

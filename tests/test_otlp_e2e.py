@@ -97,16 +97,16 @@ def test_tool_call_spans_attributes_and_links_arrive_over_otlp(receiver: Receive
     assert sorted(by_name) == [f"chat {MODEL}", "execute_tool get_weather", "tool_call get_weather"]
 
     # -- the tool-call spans -----------------------------------------------------------------------
-    calls = {attributes(s.attributes)[n.GEN_AI_TOOL_CALL_ID]: s for s in by_name["tool_call get_weather"]}
+    calls = {attributes(s.attributes)[n.TOOLCALL_CALL_ID]: s for s in by_name["tool_call get_weather"]}
     assert set(calls) == {"call_ok", "call_cut"}
     ok, cut = calls["call_ok"], calls["call_cut"]
     for span in (ok, cut):
         attrs = attributes(span.attributes)
         assert span.kind == Span.SpanKind.SPAN_KIND_INTERNAL
         assert attrs[n.GEN_AI_PROVIDER_NAME] == "openai"
-        assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
-        assert attrs[n.GEN_AI_TOOL_NAME] == "get_weather"
-        assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
+        assert attrs[n.TOOLCALL_REQUEST_MODEL] == MODEL
+        assert attrs[n.TOOLCALL_TOOL_NAME] == "get_weather"
+        assert attrs[n.TOOLCALL_TOOL_TYPE] == "function"
         assert attrs[n.TOOLCALL_INDEX] == 0
         assert n.GEN_AI_TOOL_CALL_ARGUMENTS not in attrs  # content capture is off
         kinds = typed(span.attributes)

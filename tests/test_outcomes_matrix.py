@@ -179,9 +179,9 @@ def check(
         assert span.kind is SpanKind.INTERNAL
         assert span.parent is not None and span.parent.span_id == parent.context.span_id
         assert attrs[n.GEN_AI_PROVIDER_NAME] == d.provider
-        assert attrs[n.GEN_AI_REQUEST_MODEL] == d.model
-        assert attrs.get(n.GEN_AI_TOOL_CALL_ID) == (call.id if d.wire.ids else None)
-        assert attrs[n.GEN_AI_TOOL_TYPE] == "function"
+        assert attrs[n.TOOLCALL_REQUEST_MODEL] == d.model
+        assert attrs.get(n.TOOLCALL_CALL_ID) == (call.id if d.wire.ids else None)
+        assert attrs[n.TOOLCALL_TOOL_TYPE] == "function"
         assert attrs[n.TOOLCALL_INDEX] == index
         count = delivered.get(index, 0)
         assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == count

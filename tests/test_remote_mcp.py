@@ -64,7 +64,7 @@ class Run:
 
     def tool_call(self, call_id: str) -> dict[str, Any]:
         (span,) = [s for s in self.agent if s["name"].startswith("tool_call ")
-                   and s["attributes"].get("gen_ai.tool.call.id") == call_id]  # fmt: skip
+                   and s["attributes"].get("toolcall.call.id") == call_id]  # fmt: skip
         return span
 
     def served(self, label: str) -> dict[str, Any]:

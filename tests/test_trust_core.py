@@ -78,7 +78,7 @@ def assert_every_call_accounted(telemetry: Any, ledger: Ledger) -> None:
     assert exported == set(ledger.started)
     assert calls_counted(telemetry) == len(ledger.started), "toolcall.calls disagrees with the spans"
     for span_id, span in ledger.started.items():
-        call_id = span.attributes[n.GEN_AI_TOOL_CALL_ID]
+        call_id = span.attributes[n.TOOLCALL_CALL_ID]
         record = REGISTRY.get(call_id)
         assert record is not None, f"{call_id} not in the registry"
         assert record.span_context.span_id == span_id
@@ -378,7 +378,7 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     with pytest.raises(openai.APIConnectionError):
         list(openai_client.chat.completions.create(**request()))
 
-    spans = {s.attributes[n.GEN_AI_TOOL_CALL_ID]: s for s in telemetry.tool_spans()}
+    spans = {s.attributes[n.TOOLCALL_CALL_ID]: s for s in telemetry.tool_spans()}
     assert len(telemetry.tool_spans()) == 2, "one span per call, the repeated id starts no other"
     assert set(spans) == {LONG_DONE[:256], LONG_CUT[:256]}
     assert tool_call_outcome(LONG_DONE) == "completed"
@@ -449,7 +449,7 @@ def test_server_tool_use_with_empty_input_has_size_zero(telemetry, instrument, f
     list(client.messages.create(model=MODEL, max_tokens=64, messages=[], stream=True))
     spans = {s.name: s for s in telemetry.tool_spans()}
     server = spans["tool_call web_search"]
-    assert server.attributes[n.GEN_AI_TOOL_TYPE] == n.TOOL_TYPE_EXTENSION
+    assert server.attributes[n.TOOLCALL_TOOL_TYPE] == n.TOOL_TYPE_EXTENSION
     assert server.attributes[n.TOOLCALL_OUTCOME] == n.COMPLETED
     assert server.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == 0
     assert spans["tool_call get_weather"].attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(

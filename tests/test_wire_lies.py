@@ -211,7 +211,7 @@ SOME_CUTS = ("inside_multibyte", "after_comma", "mid_literal")
 
 
 def call_span(telemetry: Any, call_id: str) -> Any:
-    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get(n.GEN_AI_TOOL_CALL_ID) == call_id]
+    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get(n.TOOLCALL_CALL_ID) == call_id]
     return span
 
 

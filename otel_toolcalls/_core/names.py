@@ -34,6 +34,14 @@ ERROR_TYPE = "error.type"
 ERROR_SITE = "error.site"
 
 # The package's own attributes.
+# The tool-call span's name, id, type and request model: the block is the model *emitting* a call,
+# and viewers (Phoenix, Jaeger UI, Langfuse) read a span with gen_ai.tool.name or gen_ai.tool.call.id
+# as a tool execution, and one with gen_ai.request.model as an LLM call. The execute_tool span and
+# the metrics keep the conventions' names.
+TOOLCALL_TOOL_NAME = "toolcall.tool.name"
+TOOLCALL_CALL_ID = "toolcall.call.id"
+TOOLCALL_TOOL_TYPE = "toolcall.tool.type"
+TOOLCALL_REQUEST_MODEL = "toolcall.request.model"
 TOOLCALL_INDEX = "toolcall.index"
 TOOLCALL_ARGUMENTS_DELTAS = "toolcall.arguments.deltas"
 TOOLCALL_ARGUMENTS_SIZE = "toolcall.arguments.size"

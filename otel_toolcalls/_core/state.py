@@ -221,13 +221,13 @@ class StreamState:
     def _start_call(self, opening: Opening) -> Call:
         attributes: dict[str, Any] = {
             n.GEN_AI_PROVIDER_NAME: self.provider,
-            n.GEN_AI_TOOL_NAME: opening.name,
-            n.GEN_AI_TOOL_TYPE: opening.tool_type,
+            n.TOOLCALL_TOOL_NAME: opening.name,
+            n.TOOLCALL_TOOL_TYPE: opening.tool_type,
         }
         if self.model:
-            attributes[n.GEN_AI_REQUEST_MODEL] = self.model
+            attributes[n.TOOLCALL_REQUEST_MODEL] = self.model
         if opening.call_id:
-            attributes[n.GEN_AI_TOOL_CALL_ID] = call_key(opening.call_id)
+            attributes[n.TOOLCALL_CALL_ID] = call_key(opening.call_id)
         if opening.index is not None:
             attributes[n.TOOLCALL_INDEX] = opening.index
         start_ns = _time_ns()

@@ -208,10 +208,10 @@ class ToolCalls:
 
 def _call_view(span: ReadableSpan) -> CallView:
     attrs = span.attributes or {}
-    call_id = attrs.get(n.GEN_AI_TOOL_CALL_ID)
+    call_id = attrs.get(n.TOOLCALL_CALL_ID)
     return CallView(
         id=str(call_id) if call_id is not None else None,
-        tool=str(attrs.get(n.GEN_AI_TOOL_NAME, span.name[len(n.TOOL_CALL_SPAN_PREFIX) :])),
+        tool=str(attrs.get(n.TOOLCALL_TOOL_NAME, span.name[len(n.TOOL_CALL_SPAN_PREFIX) :])),
         outcome=str(attrs.get(n.TOOLCALL_OUTCOME)),
         reason=attrs.get(n.TOOLCALL_ABORT_REASON),  # type: ignore[arg-type]
         deltas=int(attrs.get(n.TOOLCALL_ARGUMENTS_DELTAS, 0)),  # type: ignore[arg-type]
@@ -221,6 +221,7 @@ def _call_view(span: ReadableSpan) -> CallView:
 
 
 def _call_id(span: ReadableSpan) -> str | None:
+    """The call id an execution span carries (the conventions' name, unlike the tool-call span's)."""
     value = (span.attributes or {}).get(n.GEN_AI_TOOL_CALL_ID)
     return str(value) if value is not None else None
 

@@ -239,4 +239,4 @@ async def test_litellm_cut_stream_raises_and_runs_nothing(
         await _run(_lite(fake))
     assert body.calls == [] and executions(telemetry) == []
     assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
-    assert PARTIAL.id == telemetry.one("tool_call get_weather").attributes["gen_ai.tool.call.id"]
+    assert PARTIAL.id == telemetry.one("tool_call get_weather").attributes["toolcall.call.id"]

@@ -121,7 +121,7 @@ async def test_parallel_calls_each_get_their_own_span(instrument: Any, telemetry
     await _run(_agent(fake, get_weather, get_time))
     by_id = {s.attributes["gen_ai.tool.call.id"]: s for s in executions(telemetry)}
     assert sorted(by_id) == ["call_par_1", "call_par_2"]
-    calls = {s.attributes["gen_ai.tool.call.id"]: s for s in telemetry.tool_spans()}
+    calls = {s.attributes["toolcall.call.id"]: s for s in telemetry.tool_spans()}
     for call_id, execution in by_id.items():
         assert [link.context.span_id for link in execution.links] == [calls[call_id].context.span_id]
     assert sorted(span_id for _, span_id in body.calls) == sorted(_in(s) for s in by_id.values())

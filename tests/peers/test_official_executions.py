@@ -94,7 +94,7 @@ def test_one_execution_span_per_execution_theirs_annotated(mode: str) -> None:
             name
         )
         # Linked to the tool_call span of its call, a completed call only.
-        calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in _calls(both["spans"])}
+        calls = {s["attributes"]["toolcall.call.id"]: s for s in _calls(both["spans"])}
         for execution in executions:
             call = calls[execution["attributes"]["gen_ai.tool.call.id"]]
             completed = call["attributes"]["toolcall.outcome"] == "completed"

@@ -118,7 +118,7 @@ def test_one_inference_span_and_the_tool_calls_under_it(sdk: str, order: str) ->
 
 def _outcome(span: dict[str, Any]) -> tuple[Any, ...]:
     attributes = span["attributes"]
-    keys = ("gen_ai.tool.call.id", "toolcall.outcome", "toolcall.abort_reason", "toolcall.arguments.deltas",
+    keys = ("toolcall.call.id", "toolcall.outcome", "toolcall.abort_reason", "toolcall.arguments.deltas",
             "toolcall.arguments.size", "error.type")  # fmt: skip
     return (span["name"], span["status"], *(attributes.get(k) for k in keys))
 

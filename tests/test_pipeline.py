@@ -1,0 +1,226 @@
+"""The pipeline users run, end to end, as real processes on 127.0.0.1 (tests/pipeline/stack.py):
+two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id) -> two
+gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (memory storage), Prometheus
+scraping the gateways with the repo's rules, Alertmanager paging a webhook here.
+
+Read back from Jaeger's /api/v3/traces (OTLP JSON, links with their attributes): every trace with
+an aborted call, whole and from one gateway; outcomes and reasons as the app saw them; each
+execute_tool linked only to its completed call. From Prometheus: span metrics and the package's
+toolcall.calls count the same calls. From the webhook: the aborted-rate alert of both rule files.
+
+Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing, and
+fails instead under CI; `make test` builds and installs them first (pipeline-bins, promtool,
+alertmanager).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline.stack import SERVICE, Stack, attrs, missing_tools, running
+
+from otel_toolcalls._core import names as n
+
+TURNS = 48  # per app: 96 turns, 192 calls, 48 of them aborted
+RATE = 6.0  # turns a second per app
+# Hang guards, not performance bounds.
+DEADLINE_S = 120.0
+EXPECTED = {
+    "ok": {"completed"},
+    "cut": {"completed", "aborted"},
+    "length": {"completed", "aborted"},
+}
+REASON = {"cut": n.STREAM_ERROR, "length": n.TRUNCATED}
+
+
+def poll(what: str, check: Callable[[], Any], deadline_s: float = DEADLINE_S) -> Any:
+    deadline = time.monotonic() + deadline_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not there in {deadline_s} s (last: {last!r})")
+
+
+def run_apps(stack: Stack) -> list[dict[str, Any]]:
+    apps = [stack.app(f"app-{i}", i, "--turns", str(TURNS), "--rate", str(RATE)) for i in range(2)]
+    rows: list[dict[str, Any]] = []
+    for app in apps:
+        out, _ = app.communicate(timeout=DEADLINE_S)
+        assert app.returncode == 0, out[-2000:]
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        assert lines[-1] == {"done": TURNS}
+        rows.extend(lines[:-1])
+    return rows
+
+
+def by_trace(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    traces: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for span in spans:
+        traces[span["traceId"]].append(span)
+    return traces
+
+
+def whole(spans: list[dict[str, Any]], calls: list[dict[str, Any]]) -> bool:
+    """The trace has its root, no orphan, and every span the package emits for its calls."""
+    ids = {s["spanId"] for s in spans}
+    roots = [s for s in spans if not s.get("parentSpanId")]
+    orphans = [s for s in spans if s.get("parentSpanId") and s["parentSpanId"] not in ids]
+    names = Counter(s["name"].split(" ", 1)[0] for s in spans)
+    requests = 1 if calls[0]["kind"] == "ok" else 2  # tests/pipeline/app.py: requests_for
+    return (
+        len(roots) == 1
+        and not orphans
+        and names["tool_call"] == len(calls)
+        and names["execute_tool"] == len(calls)
+        and names["chat"] == requests
+    )
+
+
+def listeners(pid: int) -> set[str]:
+    """Local addresses of the TCP sockets this process listens on (from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        target = os.readlink(fd) if fd.is_symlink() else ""
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # LISTEN
+                address = fields[1].split(":")[0]
+                found.add("127.0.0.1" if address == "0100007F" else address)
+    return found
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    missing = missing_tools()
+    if missing:
+        how = f"{missing} (make pipeline-bins promtool alertmanager)"
+        if os.environ.get("CI"):
+            pytest.fail(f"missing in CI: {how}")
+        pytest.skip(f"not built or installed: {how}; CI fails instead of skipping")
+    workdir = tmp_path_factory.mktemp("pipeline")
+    with running(workdir) as stack:
+        start_ns = time.time_ns() - 5_000_000_000
+        rows = run_apps(stack)
+        yield stack, rows, start_ns
+
+
+def test_every_listener_is_on_loopback(pipeline: Any) -> None:
+    stack, _, _ = pipeline
+    for name, proc in stack.procs.items():
+        assert listeners(proc.popen.pid) == {"127.0.0.1"}, name
+
+
+def test_every_aborted_calls_trace_arrives_whole_from_one_gateway(pipeline: Any) -> None:
+    stack, rows, start_ns = pipeline
+    calls = defaultdict(list)
+    for row in rows:
+        calls[row["trace_id"]].append(row)
+    aborted = {t for t, cs in calls.items() if any(c["outcome"] == n.ABORTED for c in cs)}
+    assert len(aborted) == TURNS  # half the turns of each app abort one call
+
+    def kept() -> dict[str, list[dict[str, Any]]]:
+        traces = by_trace(stack.traces(start_ns, time.time_ns() + 60_000_000_000))
+        return traces if all(whole(traces.get(t, []), calls[t]) for t in aborted) else {}
+
+    traces = poll("every aborted call's trace, whole, in Jaeger", kept)
+    gateways = Counter()
+    for trace_id in aborted:
+        stamps = {attrs(s).get("pipeline.gateway") for s in traces[trace_id]}
+        assert len(stamps) == 1 and None not in stamps, (trace_id, stamps)
+        gateways.update(stamps)
+    assert set(gateways) == {"gateway-0", "gateway-1"}  # routed by trace id across both
+
+
+def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
+    stack, rows, start_ns = pipeline
+    traces = by_trace(stack.traces(start_ns, time.time_ns() + 60_000_000_000))
+    expected = {row["call_id"]: row for row in rows if row["trace_id"] in traces}
+    tool_calls = {}
+    checked = Counter()
+    for trace_id, spans in traces.items():
+        for span in spans:
+            a = attrs(span)
+            if span["name"].startswith("tool_call "):
+                row = expected[a[n.TOOLCALL_CALL_ID]]
+                assert row["trace_id"] == trace_id
+                assert a[n.TOOLCALL_OUTCOME] == row["outcome"]
+                tool_calls[a[n.TOOLCALL_CALL_ID]] = span
+                if row["outcome"] == n.ABORTED:
+                    reason = REASON[row["kind"]]
+                    assert a[n.TOOLCALL_ABORT_REASON] == reason
+                    assert a[n.ERROR_TYPE] == (
+                        "openai.APIConnectionError" if reason == n.STREAM_ERROR else reason
+                    )
+                    assert (
+                        span["status"].get("code") == "STATUS_CODE_ERROR" or span["status"].get("code") == 2
+                    )
+                else:
+                    assert n.TOOLCALL_ABORT_REASON not in a
+                checked[(row["kind"], row["outcome"])] += 1
+    for spans in traces.values():
+        for span in spans:
+            if not span["name"].startswith("execute_tool "):
+                continue
+            a = attrs(span)
+            row = expected[a[n.GEN_AI_TOOL_CALL_ID]]
+            links = span.get("links", [])
+            assert row["executed"] == (row["outcome"] == n.COMPLETED)
+            if row["outcome"] == n.COMPLETED:
+                (link,) = links
+                assert link["spanId"] == tool_calls[a[n.GEN_AI_TOOL_CALL_ID]]["spanId"]
+                assert link["traceId"] == span["traceId"]
+                assert attrs(link)[n.GEN_AI_ATTRIBUTION_LINK_TYPE] == n.LINK_TYPE_CAUSED_BY_GENERATION
+            else:
+                assert links == []
+            checked["execute_tool"] += 1
+    assert checked[("cut", n.ABORTED)] == checked[("length", n.ABORTED)] == TURNS // 2
+    assert checked["execute_tool"] >= 2 * TURNS
+
+
+def calls_by_outcome(stack: Stack, expr: str) -> dict[tuple[str, str], float]:
+    return {
+        (r["metric"].get("toolcall_outcome", ""), r["metric"].get("toolcall_abort_reason", "")): float(
+            r["value"][1]
+        )
+        for r in stack.prom(expr)
+    }
+
+
+def test_span_metrics_and_toolcall_calls_agree(pipeline: Any) -> None:
+    stack, rows, _ = pipeline
+    want = Counter((r["outcome"], REASON[r["kind"]] if r["outcome"] == n.ABORTED else "") for r in rows)
+    by = "sum by (toolcall_outcome, toolcall_abort_reason)"
+    spans = f'{by} (traces_span_metrics_calls_total{{service_name="{SERVICE}", span_name=~"tool_call .+"}})'
+    # Not honor_labels: the exporter's job label (service.name) is kept as exported_job.
+    package = f'{by} (toolcall_calls_total{{exported_job="{SERVICE}"}})'
+    poll("span metrics count every call", lambda: calls_by_outcome(stack, spans) == want)
+    poll("toolcall.calls counts every call", lambda: calls_by_outcome(stack, package) == want)
+
+
+def test_the_aborted_rate_page_arrives(pipeline: Any) -> None:
+    stack, _, _ = pipeline
+    assert stack.webhook is not None
+
+    def paged() -> set[str]:
+        sources = {
+            a["labels"].get("source", "")
+            for a in stack.webhook.alerts()
+            if a["labels"]["alertname"] == "ToolCallsAbortedRateHigh" and a["status"] == "firing"
+        }
+        return sources if sources == {"spanmetrics", "toolcall_metrics"} else set()
+
+    poll("ToolCallsAbortedRateHigh from both rule files at the webhook", paged)
