@@ -139,7 +139,7 @@ def run(live: LiveEndpoint, app: App, *steps: Any, close_after: str | None = Non
 
 def tool_span(telemetry: Any, call: FunctionCall) -> ReadableSpan:
     found = [
-        s for s in telemetry.tool_spans() if (s.attributes or {}).get(n.GEN_AI_TOOL_CALL_ID) == call.call_id
+        s for s in telemetry.tool_spans() if (s.attributes or {}).get(n.TOOLCALL_CALL_ID) == call.call_id
     ]
     assert len(found) == 1, [s.name for s in telemetry.spans()]
     return found[0]
@@ -162,7 +162,7 @@ def assert_whole_call(span: ReadableSpan, call: FunctionCall, index: int = 0) ->
     attrs = span.attributes or {}
     assert span.name == f"tool_call {call.name}"
     assert attrs[n.GEN_AI_PROVIDER_NAME] == "gcp.gemini"
-    assert attrs[n.GEN_AI_REQUEST_MODEL] == MODEL
+    assert attrs[n.TOOLCALL_REQUEST_MODEL] == MODEL
     assert attrs[n.TOOLCALL_INDEX] == index
     # Whole and parsed: no fragments, no size (TELEMETRY section 6), no argument text.
     assert attrs[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
@@ -395,7 +395,7 @@ def test_a_session_opened_before_instrument(live: LiveEndpoint, instrument: Any,
     live.enqueue(session(ASKED, tool_call(WEATHER), ANSWERED, turn_complete()))
     asyncio.run(converse())
     span = tool_span(telemetry, WEATHER)
-    assert n.GEN_AI_REQUEST_MODEL not in (span.attributes or {})  # connect() was not seen
+    assert n.TOOLCALL_REQUEST_MODEL not in (span.attributes or {})  # connect() was not seen
     assert_outcome(span, None)
     assert_linked(execution(telemetry, WEATHER), span)
 
@@ -442,7 +442,7 @@ def test_the_example_under_opentelemetry_instrument() -> None:
     assert not any(line.startswith("ran book_table") for line in lines)
     assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
     spans = console_spans(result.stdout)
-    calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: s["attributes"]["toolcall.outcome"] for k, s in calls.items()} == {
         "fc_weather": "completed", "fc_booking": "completed",  # both delivered whole
     }  # fmt: skip

@@ -73,7 +73,7 @@ def _by_call(telemetry: Any) -> dict[str, Any]:
 
 
 def _tool_call_span(telemetry: Any, call_id: str) -> Any:
-    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get("gen_ai.tool.call.id") == call_id]
+    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get("toolcall.call.id") == call_id]
     return span
 
 
@@ -183,7 +183,7 @@ def test_other_model_classes_are_traced_once(
     fake.enqueue(tool_call_script([WHOLE]), _final())
     assert agent.run("Weather in Zürich?") == "Sunny."
     # One tool_call span per call, the execution linked to it.
-    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in telemetry.tool_spans()) == sorted(
+    assert sorted(s.attributes["toolcall.call.id"] for s in telemetry.tool_spans()) == sorted(
         [WHOLE.id, FINAL.id]
     )
     execution = _by_call(telemetry)[WHOLE.id]
@@ -267,7 +267,7 @@ def test_the_example_under_opentelemetry_instrument() -> None:
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "step 1: AgentToolCallError" in lines and "answer: Sunny in Zürich." in lines
     spans = _spans(out.stdout)
-    calls = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_cut": "aborted",
         "call_whole": "completed",
