@@ -119,13 +119,7 @@ def record(
         return
     try:
         for _, call in replayed:
-            attributes: dict[str, Any] = {
-                n.GEN_AI_PROVIDER_NAME: provider,
-                n.GEN_AI_TOOL_NAME: telemetry.tool_name_for_metrics(call.name),
-            }
-            if model:
-                attributes[n.GEN_AI_REQUEST_MODEL] = model
-            telemetry.replayed_aborted.add(1, attributes)
+            telemetry.metrics.call_replayed(provider, model, call.name)
         if not span.is_recording():
             return
         for call_id, call in replayed:

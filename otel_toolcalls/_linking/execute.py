@@ -250,13 +250,9 @@ class execute_tool:
             return
         # The metric first and on its own: a span processor raising in on_end must not cost it.
         try:
-            attributes: dict[str, Any] = {
-                n.GEN_AI_TOOL_NAME: self._telemetry.tool_name_for_metrics(self.name or "unknown"),
-                n.TOOLCALL_OUTCOME: self._outcome,
-            }
-            if error_type is not None:
-                attributes[n.ERROR_TYPE] = error_type
-            self._telemetry.execute_duration.record(time.perf_counter() - self._start, attributes)
+            self._telemetry.metrics.tool_executed(
+                self.name or "unknown", self._outcome, error_type, time.perf_counter() - self._start
+            )
         except Exception:
             _log.debug("otel_toolcalls: could not record an execution's duration", exc_info=True)
         try:
