@@ -56,7 +56,7 @@ def begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request 
     server = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
     # Converse messages are parameters botocore holds parsed; an invoke body is the caller's own
     # JSON text, which the package does not parse (the one parse it makes is a response chunk's).
-    replayed = replay.scan(telemetry, replay.bedrock_ids, params) if operation == "ConverseStream" else None
+    replayed = replay.scan(telemetry, converse.history_ids, params) if operation == "ConverseStream" else None
     route = ROUTES[operation]
     return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, route=route)
 
