@@ -20,10 +20,11 @@ PACKAGE = "otel_toolcalls"
 # table's module paths (importlib), never by an import statement.
 LAYERS: dict[str, set[str]] = {
     "version": set(),
+    "package": set(),
     "_config": set(),
     "_core": {"_config", "version"},
     "_linking": {"_core", "_config"},
-    "_wiring": {"_core", "_linking", "_config"},
+    "_wiring": {"_core", "_linking", "_config", "package"},
     "_providers": {"_core", "_linking", "_wiring", "_config"},
     "_frameworks": {"_core", "_linking", "_wiring", "_providers", "_config"},
     "_cli": {"_core", "_linking", "_wiring", "_config", "version"},
