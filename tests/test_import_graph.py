@@ -300,3 +300,27 @@ SCOPE = "opentelemetry.instrumentation.openai_v2"
         "gemini_usage",
         "aws.bedrock",
     ]
+
+
+# Modules that hold only translators (chunk -> Sink calls), and the core vocabulary they may use:
+# never the stream's state or its end (StreamState, Request, the wrappers); the adapter owns those.
+TRANSLATORS = {
+    f"{PACKAGE}._providers.formats.anthropic_messages",
+    f"{PACKAGE}._providers.formats.chat_completions",
+    f"{PACKAGE}._providers.formats.responses",
+    f"{PACKAGE}._providers.bedrock.converse",
+    f"{PACKAGE}._providers.bedrock.invoke",
+    f"{PACKAGE}._providers.gemini.chunks",
+    f"{PACKAGE}._providers.openai.realtime_events",
+}
+VOCABULARY = {f"{PACKAGE}._core.{m}" for m in ("names", "usage", "replay", "sink", "calls")}
+
+
+def test_translators_use_the_sink_alone() -> None:
+    assert set(MODULES) >= TRANSLATORS
+    found = sorted(
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in _imports()
+        if i.importer in TRANSLATORS and _layer(i.target) == "_core" and i.target not in VOCABULARY
+    )
+    assert found == []

@@ -22,7 +22,7 @@ from otel_toolcalls._core.registry import CallRecord
 from otel_toolcalls._core.request import Request, keep, kept, stash, stashed
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.stream import bind, bound
-from otel_toolcalls._core.telemetry import Telemetry, active, current, set_active
+from otel_toolcalls._core.telemetry import Telemetry, active, in_force, set_active
 from otel_toolcalls._linking.spans import is_execution, record
 
 PACKAGE = pathlib.Path(otel_toolcalls.__file__).parent
@@ -182,7 +182,7 @@ def test_reset_forgets_what_a_test_must_not_inherit(telemetry: Any) -> None:
     before = active()
     set_active(None)
     try:
-        assert current() is current()  # built once, on the global providers
+        assert in_force() is in_force()  # built once, on the global providers
     finally:
         set_active(before)
     meters = len(process.COUNTS_BY_METER)

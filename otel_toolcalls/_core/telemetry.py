@@ -51,7 +51,7 @@ def set_active(telemetry: Telemetry | None) -> None:
     errors.count_into(telemetry.metrics if telemetry is not None else None)
 
 
-def current() -> Telemetry:
+def in_force() -> Telemetry:
     """The instrumentor's telemetry, or, for ``execute_tool`` used without ``instrument()``, one built
     once on the global providers with settings from the environment (process.FALLBACK)."""
     if _ACTIVE is not None:
