@@ -156,9 +156,10 @@ class StreamEnd:
     end_ns: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CallEnd:
-    """A tool call's end as its metrics read it."""
+    """A tool call's end as its metrics read it (made per call: not frozen, whose every field
+    would be set through object.__setattr__)."""
 
     provider: str
     model: str | None
