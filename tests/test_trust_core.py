@@ -363,7 +363,7 @@ def _repeating_ids(call: Any) -> list[Any]:
 def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
     from otel_toolcalls._core.telemetry import in_force
-    from otel_toolcalls._linking.context import Execution, run
+    from otel_toolcalls._linking.runner import Execution, run
     from otel_toolcalls.testing.openai_chat import Event, ToolCall, request, script_for
 
     done = ToolCall(name="get_weather", id=LONG_DONE, arguments='{"city": "Zürich"}')
@@ -491,7 +491,7 @@ def _failing_tool(city: str) -> str:
 def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
     from otel_toolcalls import execute_tool
     from otel_toolcalls._core.telemetry import in_force
-    from otel_toolcalls._linking.context import Execution, run
+    from otel_toolcalls._linking.runner import Execution, run
     from otel_toolcalls.testing import Script, sse
     from otel_toolcalls.testing.openai_chat import WEATHER, chunk, events_for, legacy_error, request
 
