@@ -28,7 +28,8 @@ import streams  # noqa: E402
 def _chunks(provider: str, length: int) -> list[Any]:
     from otel_toolcalls.testing import FakeProvider
 
-    script = streams._openai(f"len{length}") if provider == "openai" else streams._anthropic(f"len{length}")
+    build = streams.openai_script if provider == "openai" else streams.anthropic_script
+    script = build(f"len{length}")
     with FakeProvider(default=script) as fake:
         if provider == "openai":
             import openai
@@ -69,8 +70,8 @@ def measure(lengths: list[int], reps: int) -> dict[str, dict[str, Any]]:
         for length in lengths:
             parsed = _chunks(provider, length)
             out[provider][str(length)] = {
-                "hot": _replay(_hot(parsed), reps, telemetry, exporter, provider, process),
-                "cold": _replay(parsed, reps, telemetry, exporter, provider, process),
+                "hot": replay(_hot(parsed), reps, telemetry, exporter, provider, process),
+                "cold": replay(parsed, reps, telemetry, exporter, provider, process),
             }
     return out
 
@@ -83,7 +84,7 @@ def _hot(chunks: list[Any]) -> list[Any]:
     return head + [body[i % 64] for i in range(len(body))] + tail
 
 
-def _replay(
+def replay(
     chunks: list[Any], reps: int, telemetry: Any, exporter: Any, provider: str, process: Any
 ) -> dict[str, Any]:
     from otel_toolcalls._core.state import RequestInfo, StreamState

@@ -32,6 +32,7 @@ sys.path.insert(0, HERE)
 
 import streams  # noqa: E402
 import venvs  # noqa: E402
+from variants import VARIANTS  # noqa: E402
 
 TURNS = tuple(f"turn{count}" for count in streams.TURN_CALLS)
 
@@ -191,8 +192,6 @@ def main() -> int:
     server.start()
     urls = ready_recv.recv()
     try:
-        from run import VARIANTS
-
         venv_of = {variant: venv for variant, venv, _ in VARIANTS}
         serves = {variant: providers for variant, _, providers in VARIANTS}
         jobs = [

@@ -36,7 +36,7 @@ def _owner(filename: str) -> str:
 def profile(provider: str, workload: str, turns: int, instrumented: bool) -> pstats.Stats:
     from otel_toolcalls.testing import FakeProvider
 
-    build = streams._openai if provider == "openai" else streams._anthropic
+    build = streams.openai_script if provider == "openai" else streams.anthropic_script
     with FakeProvider(default=build(workload)) as fake:
         exporter = worker.instrument("otel_toolcalls" if instrumented else "bare", provider)
         make, open_sync, _ = worker.clients(provider, {})

@@ -38,7 +38,7 @@ def _parsed(provider: provider_streams.Provider) -> list[Any]:
 
 
 def _hot(chunks: list[Any]) -> list[Any]:
-    """hotpath._hot for any stream: fragment chunks cycle through 64 objects, as warm in the CPU
+    """hotpath's hot replay for any stream: fragment chunks cycle through 64 objects, as warm in the CPU
     cache as a chunk the SDK has just parsed."""
     head, body, tail = chunks[:EDGE], chunks[EDGE:-EDGE], chunks[-EDGE:]
     return head + [body[i % 64] for i in range(len(body))] + tail
@@ -64,8 +64,8 @@ def measure(names: list[str], reps: int) -> dict[str, Any]:
         parsed = _parsed(provider)
         process = provider_streams.translator(provider)
         out[name] = {
-            "hot": hotpath._replay(_hot(parsed), reps, telemetry, exporter, name, process),
-            "cold": hotpath._replay(parsed, reps, telemetry, exporter, name, process),
+            "hot": hotpath.replay(_hot(parsed), reps, telemetry, exporter, name, process),
+            "cold": hotpath.replay(parsed, reps, telemetry, exporter, name, process),
         }
         print(f"[replay] {name}: {out[name]['hot']['us_per_chunk']:+.3f} us/chunk", file=sys.stderr)
     return out

@@ -7,7 +7,7 @@
 
 Each round runs every provider bare and instrumented, each in a fresh process (provider_worker.py),
 the pair's order alternating between rounds; the fake provider serves every stream from a process
-of its own. Overheads are medians of per-round paired differences and ratios (report._paired), as in
+of its own. Overheads are medians of per-round paired differences and ratios (report.paired), as in
 run.py; the package's own cost comes from provider_replay.py (hotpath.py's method).
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import machine  # noqa: E402
 import provider_streams  # noqa: E402
 import report  # noqa: E402
-import run  # noqa: E402
 
 HEADING = "## Every adapter against its bare SDK"
 VARIANTS = ("bare", "otel_toolcalls")
@@ -50,7 +50,7 @@ def run_worker(provider: str, variant: str, url: str, reps: int) -> Any:
     if done.returncode != 0:
         print(f"[bench] {provider}/{variant} failed:\n{done.stderr[-3000:]}", file=sys.stderr, flush=True)
         return None
-    # Each round's result in report._paired's shape: one workload, "stream".
+    # Each round's result in report.paired's shape: one workload, "stream".
     return {"stream": json.loads(done.stdout.strip().splitlines()[-1])}
 
 
@@ -69,8 +69,8 @@ def summarize(runs: dict[str, dict[str, list[Any]]], replayed: dict[str, Any] | 
     for name, variants in runs.items():
         bare = variants.get("bare", [])
         mine = variants.get("otel_toolcalls", [])
-        bare_value = report._paired(bare, bare, "stream", "cpu_us_per_chunk")[0]
-        value, extra, ratio = report._paired(mine, bare, "stream", "cpu_us_per_chunk")
+        bare_value = report.paired(bare, bare, "stream", "cpu_us_per_chunk")[0]
+        value, extra, ratio = report.paired(mine, bare, "stream", "cpu_us_per_chunk")
         own = (replayed or {}).get(name)
         rows.append(
             {
@@ -84,7 +84,7 @@ def summarize(runs: dict[str, dict[str, list[Any]]], replayed: dict[str, Any] | 
                 "replay_hot": own["hot"]["us_per_chunk"] if own else None,
                 "replay_cold": own["cold"]["us_per_chunk"] if own else None,
                 "replay_per_stream": own["hot"]["us_per_stream"] if own else None,
-                "spans": report._median([r["stream"]["spans_per_stream"] for r in mine if r]),
+                "spans": report.median([r["stream"]["spans_per_stream"] for r in mine if r]),
                 "expected_spans": provider_streams.BY_NAME[name].calls + 1,
                 "rounds_ok": min(sum(1 for r in bare if r), sum(1 for r in mine if r)),
             }
@@ -177,7 +177,7 @@ def main() -> int:
     args = parser.parse_args()
     names = args.providers.split(",") if args.providers else [p.name for p in provider_streams.PROVIDERS]
 
-    info = run.machine()
+    info = machine.describe()
     ready_recv, ready_send = multiprocessing.Pipe(duplex=False)
     stop_recv, stop_send = multiprocessing.Pipe(duplex=False)
     server = multiprocessing.Process(target=serve, args=(names, ready_send, stop_recv), daemon=True)

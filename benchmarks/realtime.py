@@ -6,7 +6,7 @@ one tool call of 4,000 argument deltas, each variant in a fresh process, paired 
 
 The fake provider's WebSocket endpoint serves from a process of its own; each round runs the bare
 SDK and the instrumented one (order alternating) in fresh processes that each read ``--reps``
-responses; the overhead is the median of the per-round differences (report._paired's method).
+responses; the overhead is the median of the per-round differences (report.paired's method).
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ from typing import Any
 from turn_report import LABELS, floor_table, instruction_table, turn_table, turn_targets
 
 
-def _median(values: list[float]) -> float | None:
+def median(values: list[float]) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 
 
-def _paired(
+def paired(
     rounds: list[Any], bare: list[Any], workload: str, key: str
 ) -> tuple[float | None, float | None, float | None]:
     """(median value, median paired difference, median paired ratio) over rounds both ran."""
@@ -26,7 +26,7 @@ def _paired(
         if base is not None and workload in base and base[workload][key]:
             diffs.append(value - base[workload][key])
             ratios.append(value / base[workload][key])
-    return _median(values), _median(diffs), _median(ratios)
+    return median(values), median(diffs), median(ratios)
 
 
 def summarize(runs: dict[str, dict[str, list[Any]]], plan: dict[str, int]) -> dict[str, Any]:
@@ -43,14 +43,14 @@ def summarize(runs: dict[str, dict[str, list[Any]]], plan: dict[str, int]) -> di
                     key = "cpu_us_per_stream"
                 else:
                     key = "cpu_us_per_chunk"
-                value, diff, ratio = _paired(rounds, bare, workload, key)
+                value, diff, ratio = paired(rounds, bare, workload, key)
                 cell: dict[str, Any] = {"value": value, "extra": diff, "ratio": ratio}
                 if workload.startswith(("len", "turn")):
-                    cell["wall"] = _paired(rounds, bare, workload, "wall_us_per_chunk")[0]
-                    cell["spans"] = _median([r[workload]["spans_per_stream"] for r in rounds if r])
+                    cell["wall"] = paired(rounds, bare, workload, "wall_us_per_chunk")[0]
+                    cell["spans"] = median([r[workload]["spans_per_stream"] for r in rounds if r])
                     cell["chunks"] = next((r[workload]["chunks"] for r in rounds if r), None)
                 if workload.startswith("concurrent"):
-                    cell["streams_per_s"] = _paired(rounds, bare, workload, "streams_per_s")[0]
+                    cell["streams_per_s"] = paired(rounds, bare, workload, "streams_per_s")[0]
                 row[workload] = cell
             row["sdk_tracing"] = next((r.get("sdk_tracing") for r in rounds if r), None)
             row["rounds_ok"] = sum(1 for r in rounds if r)
@@ -294,7 +294,7 @@ def main(source: str) -> None:
     import sys
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from run import VARIANTS
+    from variants import VARIANTS
 
     with open(source) as f:
         data = json.load(f)

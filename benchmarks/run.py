@@ -13,11 +13,9 @@ shared and noisy.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import multiprocessing
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -27,21 +25,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import instructions  # noqa: E402
+import machine  # noqa: E402
 import report  # noqa: E402
 import sdk_floor  # noqa: E402
 import streams  # noqa: E402
 import venvs  # noqa: E402
-
-# (variant, venv, providers it instruments)
-VARIANTS: list[tuple[str, str, tuple[str, ...]]] = [
-    ("bare", "base", ("openai", "anthropic")),
-    ("otel_toolcalls", "base", ("openai", "anthropic")),
-    ("anthropic_own", "base", ("anthropic",)),
-    ("openllmetry", "openllmetry", ("openai", "anthropic")),
-    ("otel_openai_v2", "otel-openai-v2", ("openai",)),
-    ("otel_genai_openai", "otel-genai-openai", ("openai",)),
-    ("openinference", "openinference", ("openai", "anthropic")),
-]
+from variants import VARIANTS  # noqa: E402
 
 FULL_PLAN = {
     "len50": 30,
@@ -65,41 +54,6 @@ QUICK_PLAN = {
 CALLGRIND_TURNS = 2
 # bench-quick counts the two-call turn only (bare and otel_toolcalls, about a minute).
 QUICK_CALLGRIND = ("turn2",)
-
-
-def machine() -> dict[str, Any]:
-    model = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        head = subprocess.run(
-            ["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-        dirty = subprocess.run(
-            ["git", "-C", HERE, "status", "--porcelain", "--", "../otel_toolcalls"],
-            capture_output=True,
-            text=True,
-        )
-        commit = head.stdout.strip() + (
-            " with uncommitted changes under otel_toolcalls/" if dirty.stdout.strip() else ""
-        )
-    except OSError:
-        commit = ""
-    return {
-        "commit": commit,
-        "nproc": os.cpu_count(),
-        "cpu": model,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg_start": os.getloadavg(),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-    }
 
 
 def run_worker(python: str, variant: str, provider: str, urls: dict[str, str], plan: dict[str, int]) -> Any:
@@ -202,7 +156,7 @@ def main() -> int:
         versions[venv] = venvs.versions(python)
     chosen = [v for v in chosen if v[1] in pythons]
 
-    info = machine()
+    info = machine.describe()
     ready_recv, ready_send = multiprocessing.Pipe(duplex=False)
     stop_recv, stop_send = multiprocessing.Pipe(duplex=False)
     server = multiprocessing.Process(

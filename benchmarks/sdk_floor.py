@@ -171,7 +171,7 @@ def capture(variant: str, provider: str, workload: str) -> Script:
 
     if provider == "anthropic":
         os.environ["ANTHROPIC_OPEN_TELEMETRY"] = "true" if variant == "anthropic_own" else "false"
-    build = streams._openai if provider == "openai" else streams._anthropic
+    build = streams.openai_script if provider == "openai" else streams.anthropic_script
     with FakeProvider(default=build(workload)) as fake:
         exporter = worker.instrument(variant, provider)
         make, open_sync, _ = worker.clients(provider, {})
@@ -263,7 +263,7 @@ def replay(script: Script, turns: int, prefix: str) -> float:
         ctypes.CDLL(start).otel_toolcalls_bench_start()
         _replay_once(tracer, made, calls)
         exporter.clear()
-    before = worker._dumps(prefix)
+    before = worker.callgrind_dumps(prefix)
 
     def turns_of(_: int, __: int) -> int:
         for _ in range(turns):
@@ -271,8 +271,8 @@ def replay(script: Script, turns: int, prefix: str) -> float:
         return 0
 
     functools.reduce(turns_of, (0, 0))
-    (dump,) = sorted(worker._dumps(prefix) - before)
-    total = worker._total(dump)
+    (dump,) = sorted(worker.callgrind_dumps(prefix) - before)
+    total = worker.callgrind_total(dump)
     os.remove(dump)
     return total / turns
 

@@ -44,7 +44,7 @@ def blob_of(nbytes: int) -> list[str]:
     return [text[i : i + FRAGMENT_BYTES] for i in range(0, len(text), FRAGMENT_BYTES)]
 
 
-def _openai(workload: str) -> Script:
+def openai_script(workload: str) -> Script:
     if workload.startswith("turn"):
         # Text first, then the parallel tool calls, cut at awkward places (mid-string, mid-number).
         count = turn_calls(workload)
@@ -59,7 +59,7 @@ def _openai(workload: str) -> Script:
     return openai_wire.script_for(openai_wire.events_for([call]), split_characters=False)
 
 
-def _anthropic(workload: str) -> Script:
+def anthropic_script(workload: str) -> Script:
     if workload.startswith("turn"):
         count = turn_calls(workload)
         blocks: list[Any] = [anthropic_wire.Text(TURN_TEXT)]
@@ -88,7 +88,7 @@ def serve(workloads: list[str], ready: Any, stop: Any) -> None:
     fake_server._Server.request_queue_size = 4096
     providers = []
     urls: dict[str, dict[str, str]] = {"openai": {}, "anthropic": {}}
-    for provider, build in (("openai", _openai), ("anthropic", _anthropic)):
+    for provider, build in (("openai", openai_script), ("anthropic", anthropic_script)):
         for workload in workloads:
             fake = FakeProvider(default=build(workload)).start()
             providers.append(fake)

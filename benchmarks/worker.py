@@ -193,11 +193,11 @@ def concurrent(make: Any, open_async: Any, url: str, streams: int, exporter: Any
 CALLGRIND_FUNCTION = "functools_reduce"
 
 
-def _dumps(prefix: str) -> set[str]:
+def callgrind_dumps(prefix: str) -> set[str]:
     return set(glob.glob(f"{prefix}.*"))
 
 
-def _total(path: str) -> int:
+def callgrind_total(path: str) -> int:
     with open(path) as f:
         for line in f:
             if line.startswith("totals:"):
@@ -217,15 +217,15 @@ def instructions(
                 chunks += 1
         return chunks
 
-    before = _dumps(prefix)
+    before = callgrind_dumps(prefix)
     chunks = functools.reduce(consume, (0, 0))
-    new = sorted(_dumps(prefix) - before)
+    new = sorted(callgrind_dumps(prefix) - before)
     spans = len(exporter.get_finished_spans()) if exporter is not None else 0
     if exporter is not None:
         exporter.clear()
     if len(new) != 1:
         raise RuntimeError(f"expected one callgrind dump for the measured turns, got {len(new)}")
-    total = _total(new[0])
+    total = callgrind_total(new[0])
     if not os.environ.get("OTEL_TOOLCALLS_BENCH_KEEP_DUMPS"):  # kept for callgrind_annotate
         os.remove(new[0])
     return {

@@ -15,7 +15,7 @@ from otel_toolcalls._wiring.adapters import adapter_names, load
 
 ROOT = Path(__file__).resolve().parent.parent
 # venv -> its requirements file: each framework at its newest, at the last release of its previous
-# tool-execution design, and at the oldest it covers (otel_toolcalls/_support.py says which).
+# tool-execution design, and at the oldest it covers (otel_toolcalls/_wiring/support.py says which).
 FRAMEWORK_LANES = {
     ".venv-frameworks": "tests/frameworks/requirements.txt",
     ".venv-frameworks-previous": "tests/frameworks/requirements-previous.txt",

@@ -14,7 +14,7 @@ from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, active
-from otel_toolcalls._linking.context import Execution
+from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, request, tool_call_script
 
 

@@ -5,6 +5,7 @@ subpackage, layers that depend one way, and a core that imports no SDK."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,14 +20,16 @@ PACKAGE = "otel_toolcalls"
 # table's module paths (importlib), never by an import statement.
 LAYERS: dict[str, set[str]] = {
     "version": set(),
+    "package": set(),
     "_config": set(),
     "_core": {"_config", "version"},
     "_linking": {"_core", "_config"},
-    "_wiring": {"_core", "_linking", "_config"},
+    "_wiring": {"_core", "_linking", "_config", "package"},
     "_providers": {"_core", "_linking", "_wiring", "_config"},
     "_frameworks": {"_core", "_linking", "_wiring", "_providers", "_config"},
     "_cli": {"_core", "_linking", "_wiring", "_config", "version"},
-    "testing": {"_core", "_wiring", "_config", "_linking"},
+    # The fake provider reads what a request sent with the translators' own history readers.
+    "testing": {"_core", "_wiring", "_config", "_linking", "_providers"},
     "__main__": {"_cli"},
     "": {"_core", "_linking", "_wiring", "version"},  # the package's __init__: the public surface
 }
@@ -207,3 +210,117 @@ def test_one_path_to_each_name() -> None:
         if i.name is not None and i.target not in SURFACES and i.name in _imported_names(i.target)
     )
     assert relayed == []
+
+
+# -- a core that names no provider -----------------------------------------------------------------
+
+# Scope names of other instrumentations whose spans the core adopts (metrics.RECORDED_BY_SCOPE): another
+# package's identifier, which happens to contain its SDK's name; the core reads nothing of that SDK.
+PEER_SCOPES = {"com.anthropic.sdk.python", "opentelemetry.instrumentation.openai_v2"}
+# Parts of distribution names that are no provider's.
+GENERIC_WORDS = {"genai", "google", "hub", "ai", "realtime", "responses", "ws"}
+
+
+def _provider_words() -> set[str]:
+    """Every provider adapter's table name, SDK distribution and ``gen_ai.provider.name``, and their parts."""
+    from otel_toolcalls._wiring.adapters import ADAPTERS, load
+
+    words = set()
+    for name, path in ADAPTERS.items():
+        if path.startswith(f"{PACKAGE}._providers."):
+            requires = load(name).REQUIRES
+            for word in (name, requires.sdk, requires.provider or ""):
+                word = word.lower().replace("-", "_")
+                words |= {word, *re.split(r"[._]", word)}
+    return words - GENERIC_WORDS - {""}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    kinds = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, kinds) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+
+
+def _named(source: str, words: set[str]) -> list[tuple[int, str]]:
+    """(line, text) of each identifier, import or string in ``source`` (docstrings and comments,
+    which say what the core serves, left out) that names one of ``words`` or the adapters' layers."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    pattern = re.compile(r"(?<![a-z0-9])(" + "|".join(map(re.escape, sorted(words))) + r")(?![a-z0-9])")
+    found = []
+    for node in ast.walk(tree):
+        texts: list[str] = []
+        if isinstance(node, ast.Name):
+            texts = [node.id]
+        elif isinstance(node, ast.Attribute):
+            texts = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            texts = [node.name]
+        elif isinstance(node, ast.arg):
+            texts = [node.arg]
+        elif isinstance(node, ast.alias):
+            texts = [node.name, node.asname or ""]
+        elif isinstance(node, ast.ImportFrom):
+            texts = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            texts = [] if node.value in PEER_SCOPES else [node.value]
+        for text in texts:
+            if pattern.search(text.lower()) or "_providers" in text or "_frameworks" in text:
+                found.append((getattr(node, "lineno", 0), text))
+    return found
+
+
+def test_the_core_names_no_provider() -> None:
+    words = _provider_words()
+    found = [
+        f"{module}:{line} {text!r}"
+        for module, path in sorted(MODULES.items())
+        if _layer(module) == "_core"
+        for line, text in _named(path.read_text(), words)
+    ]
+    assert found == []
+
+
+def test_the_check_sees_a_provider_in_the_core() -> None:
+    # It would pass on words it does not have, or on code it does not read.
+    words = _provider_words()
+    assert {"openai", "anthropic", "bedrock", "gemini", "cohere", "mistral", "ollama", "groq"} <= words
+    planted = '''
+"""Docstrings may name openai."""
+from otel_toolcalls._providers.formats import chat_completions
+def gemini_usage(metadata):
+    return metadata.get("cacheReadInputTokens"), "aws.bedrock"
+SCOPE = "opentelemetry.instrumentation.openai_v2"
+'''
+    assert [text for _, text in _named(planted, words)] == [
+        "otel_toolcalls._providers.formats",
+        "gemini_usage",
+        "aws.bedrock",
+    ]
+
+
+# Modules that hold only translators (chunk -> Sink calls), and the core vocabulary they may use:
+# never the stream's state or its end (StreamState, Request, the wrappers); the adapter owns those.
+TRANSLATORS = {
+    f"{PACKAGE}._providers.formats.anthropic_messages",
+    f"{PACKAGE}._providers.formats.chat_completions",
+    f"{PACKAGE}._providers.formats.responses",
+    f"{PACKAGE}._providers.bedrock.converse",
+    f"{PACKAGE}._providers.bedrock.invoke",
+    f"{PACKAGE}._providers.gemini.chunks",
+    f"{PACKAGE}._providers.openai.realtime_events",
+}
+VOCABULARY = {f"{PACKAGE}._core.{m}" for m in ("names", "usage", "replay", "sink", "calls")}
+
+
+def test_translators_use_the_sink_alone() -> None:
+    assert set(MODULES) >= TRANSLATORS
+    found = sorted(
+        f"{i.importer}:{i.line} imports {i.target}"
+        for i in _imports()
+        if i.importer in TRANSLATORS and _layer(i.target) == "_core" and i.target not in VOCABULARY
+    )
+    assert found == []

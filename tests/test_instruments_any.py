@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from otel_toolcalls import ToolCallsInstrumentor
+from otel_toolcalls import ToolCallsInstrumentor, package
 from otel_toolcalls._wiring import dependencies
 from otel_toolcalls._wiring.adapters import adapter_names, load
 from otel_toolcalls._wiring.support import TESTED
@@ -44,6 +44,9 @@ def test_the_extra_names_every_distribution_an_adapter_patches_at_its_oldest_tes
         assert canonicalize_name(sdk) in extra, f"{name}: {sdk} is not in pyproject's instruments-any"
         assert extra[canonicalize_name(sdk)] == Version(TESTED[sdk][0]), f"{name}: {sdk}'s floor"
     assert extra == _floors(dependencies.instruments_any())  # and nothing else
+    # contrib's package.py states the same list, in the form the derivation gives it.
+    assert package._instruments_any == dependencies.instruments_any()
+    assert package._instruments == ()
 
 
 def test_the_installed_metadata_states_the_same_extra() -> None:

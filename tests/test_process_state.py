@@ -22,7 +22,7 @@ from otel_toolcalls._core.registry import CallRecord
 from otel_toolcalls._core.request import Request, keep, kept, stash, stashed
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.stream import bind, bound
-from otel_toolcalls._core.telemetry import Telemetry, active, current, set_active
+from otel_toolcalls._core.telemetry import Telemetry, active, in_force, set_active
 from otel_toolcalls._linking.spans import is_execution, record
 
 PACKAGE = pathlib.Path(otel_toolcalls.__file__).parent
@@ -82,7 +82,7 @@ bind(key, state)
 process.REGISTRY.put("call_done", CallRecord("completed", None, "get_weather", "function", None))
 warn_once("parent.site", "said by the parent")
 classify("length")
-telemetry.tool_name_for_metrics("get_weather")
+telemetry.metrics.tool_names("get_weather")
 
 
 class Broken:
@@ -95,7 +95,7 @@ process.renew_at_fork(broken)
 
 # The objects' own locks are private attributes: held here only to prove the child renews them.
 locks = [*(getattr(process.LOCKS, name) for name in process.Locks.__slots__),
-         process.REGISTRY._lock, telemetry.tool_name_for_metrics._lock, telemetry.calls._lock]
+         process.REGISTRY._lock, telemetry.metrics.tool_names._lock, telemetry.metrics.toolcall_calls._lock]
 held, release = threading.Event(), threading.Event()
 
 
@@ -121,8 +121,8 @@ if pid == 0:
         pass
     when_imported(["json"], lambda: None)
     process.REGISTRY.put("call_child", CallRecord("completed", None, "t", "function", None))
-    telemetry.tool_name_for_metrics("another_tool")
-    telemetry.calls.add(1, {"x": 1})
+    telemetry.metrics.tool_names("another_tool")
+    telemetry.metrics.toolcall_calls.add(1, {"x": 1})
     state.ended()  # the parent's stream: disowned, so it ends nothing here
     found = {
         "live": len(process.LIVE),
@@ -182,7 +182,7 @@ def test_reset_forgets_what_a_test_must_not_inherit(telemetry: Any) -> None:
     before = active()
     set_active(None)
     try:
-        assert current() is current()  # built once, on the global providers
+        assert in_force() is in_force()  # built once, on the global providers
     finally:
         set_active(before)
     meters = len(process.COUNTS_BY_METER)

@@ -19,8 +19,7 @@ from google.genai import types
 from opentelemetry.sdk.metrics.export import Histogram, Sum
 from opentelemetry.trace import SpanKind
 
-from otel_toolcalls._core import inference_metrics as _inference_metrics
-from otel_toolcalls._core import telemetry as _telemetry
+from otel_toolcalls._core import metrics as _metrics
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
 from otel_toolcalls.testing import gemini as g
@@ -190,7 +189,7 @@ SCOPE = "test.instrumentation.recording_duration"
 def test_left_to_the_instrumentation_that_records_it(
     telemetry: Any, instrument: Any, fake: FakeProvider, oai: Any, monkeypatch: Any
 ) -> None:
-    monkeypatch.setitem(_inference_metrics.RECORDED_BY_SCOPE, SCOPE, frozenset({sc.INFERENCE_DURATION}))
+    monkeypatch.setitem(_metrics.RECORDED_BY_SCOPE, SCOPE, frozenset({sc.INFERENCE_DURATION}))
     tracer = telemetry.tracer_provider.get_tracer(SCOPE)
     # Another GenAI instrumentation's inference span for this request, current when it is made.
     with tracer.start_as_current_span(
@@ -226,6 +225,6 @@ def test_package_metric_names_are_the_conventions() -> None:
         n.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS,
         n.METRIC_USAGE_REASONING_OUTPUT_TOKENS,
     } == set(sc.METRICS)
-    assert _telemetry.INFERENCE_SECONDS_BUCKETS == sc.SECONDS_BUCKETS
+    assert _metrics.INFERENCE_SECONDS_BUCKETS == sc.SECONDS_BUCKETS
     assert n.GEN_AI_TOKEN_MODALITY == sc.TOKEN_MODALITY
     assert n.TOKEN_MODALITY_UNKNOWN == sc.TOKEN_MODALITY_UNKNOWN

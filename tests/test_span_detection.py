@@ -11,7 +11,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_toolcalls._config import resolve
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution, execution_in_progress
+from otel_toolcalls._linking.runner import Execution, execution_in_progress
 
 
 class _BareSpan(trace.Span):

@@ -362,8 +362,8 @@ def _repeating_ids(call: Any) -> list[Any]:
 
 def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
-    from otel_toolcalls._core.telemetry import current
-    from otel_toolcalls._linking.context import Execution, run
+    from otel_toolcalls._core.telemetry import in_force
+    from otel_toolcalls._linking.runner import Execution, run
     from otel_toolcalls.testing.openai_chat import Event, ToolCall, request, script_for
 
     done = ToolCall(name="get_weather", id=LONG_DONE, arguments='{"city": "Zürich"}')
@@ -387,7 +387,7 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
 
     with execute_tool(LONG_DONE) as span:
         # A framework adapter inside this execution sees the same call: no second execution span.
-        assert run(Execution(LONG_DONE, "get_weather", current()), lambda: "sunny", (), {}) == "sunny"
+        assert run(Execution(LONG_DONE, "get_weather", in_force()), lambda: "sunny", (), {}) == "sunny"
     (execution,) = [s for s in telemetry.spans() if s.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX)]
     assert execution.context.span_id == span.get_span_context().span_id
     assert execution.attributes[n.TOOLCALL_OUTCOME] == "completed"
@@ -400,7 +400,7 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
         execute_tool(LONG_CUT).__enter__()
     with pytest.raises(IncompleteToolCallError):
         # The framework adapters' path:
-        run(Execution(LONG_CUT, "get_weather", current()), ran.append, ("ran",), {})
+        run(Execution(LONG_CUT, "get_weather", in_force()), ran.append, ("ran",), {})
     assert ran == []
 
     turn = {"role": "assistant", "tool_calls": [
@@ -490,8 +490,8 @@ def _failing_tool(city: str) -> str:
 
 def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
     from otel_toolcalls import execute_tool
-    from otel_toolcalls._core.telemetry import current
-    from otel_toolcalls._linking.context import Execution, run
+    from otel_toolcalls._core.telemetry import in_force
+    from otel_toolcalls._linking.runner import Execution, run
     from otel_toolcalls.testing import Script, sse
     from otel_toolcalls.testing.openai_chat import WEATHER, chunk, events_for, legacy_error, request
 
@@ -510,7 +510,7 @@ def _run_failing_tools(telemetry: Any, fake: Any, client: Any) -> None:
     with pytest.raises(LookupFailed):
         decorated("Bern", tool_call_id="call_2")
     with pytest.raises(LookupFailed):  # the framework adapters' execution path
-        run(Execution("call_3", "framework_tool", current()), _failing_tool, ("Basel",), {})
+        run(Execution("call_3", "framework_tool", in_force()), _failing_tool, ("Basel",), {})
     executions = [s for s in telemetry.spans() if s.name.startswith(n.EXECUTE_TOOL_SPAN_PREFIX)]
     assert len(executions) == 3
     for span in executions:

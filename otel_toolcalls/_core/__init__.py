@@ -3,7 +3,8 @@
 A chunk's path: ``request`` (one streamed request, from the SDK call to its iterator) -> ``stream``
 (the finalize-once wrapper) -> the adapter's translator, through ``sink`` -> ``state`` (the state
 machine) -> ``calls`` (one block's end: registry, metrics, span) and, once per stream, the
-inference span and ``inference_metrics``.
-``telemetry`` holds the instruments; ``process`` every process-wide table, with the one at-fork hook
-and the one reset for tests.
+inference span and its metrics.
+``metrics`` owns every instrument and records every signal (one method each); ``telemetry`` holds
+the tracer, the metrics and the settings; ``process`` every process-wide table, with the one
+at-fork hook and the one reset for tests.
 """

@@ -16,6 +16,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from . import names as n
 from . import process
 from .errors import guarded, report
+from .metrics import CallEnd
 from .registry import CallRecord
 from .telemetry import Telemetry
 
@@ -237,17 +238,17 @@ def _record_metrics(
     end_ns: int,
 ) -> None:
     provider, model = labels
-    attributes: dict[str, Any] = {
-        n.GEN_AI_PROVIDER_NAME: provider,
-        n.GEN_AI_TOOL_NAME: t.tool_name_for_metrics(call.name),
-        n.TOOLCALL_OUTCOME: outcome,
-    }
-    if model:
-        attributes[n.GEN_AI_REQUEST_MODEL] = model
-    if call.deltas or not call.whole:
-        t.arguments_size.record(call.size, attributes)
-    t.arguments_deltas.record(call.deltas, attributes)
-    if reason is not None:
-        attributes = {**attributes, n.TOOLCALL_ABORT_REASON: reason, n.ERROR_TYPE: error_type or reason}
-    t.calls.add(1, attributes)
-    t.duration.record(max(0, end_ns - call.start_ns) / 1e9, attributes)
+    t.metrics.call_ended(
+        CallEnd(
+            provider=provider,
+            model=model,
+            tool_name=call.name,
+            outcome=outcome,
+            reason=reason,
+            error_type=error_type,
+            # A call that arrived whole (no fragment) has no size to measure.
+            arguments_size=call.size if call.deltas or not call.whole else None,
+            arguments_deltas=call.deltas,
+            seconds=max(0, end_ns - call.start_ns) / 1e9,
+        )
+    )

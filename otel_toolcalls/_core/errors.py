@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import names as n
 from . import process
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 _log = logging.getLogger("otel_toolcalls")
 
-# The counter of the active instrumentor (telemetry.set_active hands it over; None: not instrumented).
-_counter: Any = None
+# The metrics of the active instrumentor (telemetry.set_active hands them over; None: not instrumented).
+_metrics: Metrics | None = None
 
 # Sites already warned about (process.WARNED: a test's reset empties it).
 _warned: set[str] = process.WARNED
@@ -42,18 +44,18 @@ def warn_once(site: str, message: str) -> None:
         _log.warning("otel_toolcalls: %s", message)
 
 
-def count_into(counter: Any) -> None:
-    """Where ``report`` counts from now on: the ``toolcall.internal_errors`` counter, or None."""
-    global _counter
-    _counter = counter
+def count_into(metrics: Metrics | None) -> None:
+    """Where ``report`` counts from now on (``Metrics.internal_error``), or None."""
+    global _metrics
+    _metrics = metrics
 
 
 def report(site: str, exc: BaseException) -> None:
     """Counts and logs one internal error at ``site``; itself never raises."""
     try:
-        counter = _counter
-        if counter is not None:
-            counter.add(1, {n.ERROR_SITE: site, n.ERROR_TYPE: type(exc).__qualname__})
+        metrics = _metrics
+        if metrics is not None:
+            metrics.internal_error(site, type(exc).__qualname__)
     except Exception:  # a meter that raises: the log below still tells
         _log.debug("otel_toolcalls: could not count an internal error", exc_info=True)
     if _first_time(site):

@@ -22,9 +22,9 @@ from . import names as n
 __all__ = [
     "LLM_SPAN_IS_CURRENT",
     "OPENINFERENCE_LANGCHAIN",
-    "foreign_inference_span",
     "langchain_run_ended",
     "langchain_run_started",
+    "peer_inference_span",
     "started_ns",
     "suppressed_span",
 ]
@@ -58,7 +58,7 @@ UTIL_GENAI_CONTEXT = "opentelemetry.util.genai.context"
 _util_genai_getter: list[Any] = []
 
 
-def foreign_inference_span(ctx: otel_context.Context) -> Any:
+def peer_inference_span(ctx: otel_context.Context) -> Any:
     """Someone else's inference span for this request, still recording: the current span of
     ``ctx`` when it is one (a span of another tracer provider that shows neither kind nor
     attributes is not one, for the package), else OpenInference's span of the LangChain model run

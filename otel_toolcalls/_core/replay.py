@@ -4,14 +4,15 @@ The agent persisted or answered a call that never completed: it did not roll bac
 complete turn. Only the ids of the history are read (never arguments, never content), once per
 request, and not at all while the registry remembers no aborted call.
 
-Each ``*_ids`` function takes a request body (the dict the SDK sends, or the objects the caller
-passed in it) and yields the call ids of its history, in order, repeats included.
+Each wire format's ``history_ids`` (beside its translator, in ``_providers``) takes a request body
+(the dict the SDK sends, or the objects the caller passed in it) and yields the call ids of its
+history, in order, repeats included; ``field`` and ``entries`` read a body either way.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from opentelemetry.trace import Span
@@ -26,64 +27,17 @@ HistoryIds = Callable[[Any], Iterable[str]]
 Replayed = list[tuple[str, CallRecord]]
 
 
-def _get(item: Any, key: str) -> Any:
-    # Bodies hold dicts, but callers also pass the SDK's own message objects back in.
+def field(item: Any, key: str) -> Any:
+    """A request body's ``key``: bodies hold dicts, but callers also pass the SDK's own message
+    objects back in."""
     if isinstance(item, dict):
         return item.get(key)
     return getattr(item, key, None)
 
 
-def _list(value: Any) -> Iterable[Any]:
+def entries(value: Any) -> Iterable[Any]:
+    """The entries of a list in a request body (anything else: none)."""
     return value if isinstance(value, (list, tuple)) else ()
-
-
-def openai_chat_ids(body: Any) -> Iterator[str]:
-    for message in _list(_get(body, "messages")):
-        role = _get(message, "role")
-        if role == "assistant":
-            # {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", ...}]}
-            for call in _list(_get(message, "tool_calls")):
-                yield _get(call, "id")
-        elif role == "tool":
-            # {"role": "tool", "tool_call_id": "call_1", "content": "..."}
-            yield _get(message, "tool_call_id")
-
-
-_RESPONSES_ITEMS = frozenset(
-    {"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output"}
-)
-
-
-def openai_responses_ids(body: Any) -> Iterator[str]:
-    for item in _list(_get(body, "input")):
-        # {"type": "function_call", "call_id": "call_1", "name": "...", "arguments": "..."}
-        if _get(item, "type") in _RESPONSES_ITEMS:
-            yield _get(item, "call_id")
-
-
-_ANTHROPIC_USES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
-
-
-def anthropic_ids(body: Any) -> Iterator[str]:
-    for message in _list(_get(body, "messages")):
-        for block in _list(_get(message, "content")):
-            kind = _get(block, "type")
-            if kind in _ANTHROPIC_USES:
-                # {"type": "tool_use", "id": "toolu_1", "name": "...", "input": {...}}
-                yield _get(block, "id")
-            elif kind == "tool_result":
-                # {"type": "tool_result", "tool_use_id": "toolu_1", "content": "..."}
-                yield _get(block, "tool_use_id")
-
-
-def bedrock_ids(body: Any) -> Iterator[str]:
-    for message in _list(_get(body, "messages")):
-        for block in _list(_get(message, "content")):
-            # {"toolUse": {"toolUseId": "tooluse_1", ...}} / {"toolResult": {"toolUseId": ...}}
-            for key in ("toolUse", "toolResult"):
-                inner = _get(block, key)
-                if inner is not None:
-                    yield _get(inner, "toolUseId")
 
 
 def scan(telemetry: Telemetry, history_ids: HistoryIds | None, body: Any) -> Replayed | None:
@@ -119,13 +73,7 @@ def record(
         return
     try:
         for _, call in replayed:
-            attributes: dict[str, Any] = {
-                n.GEN_AI_PROVIDER_NAME: provider,
-                n.GEN_AI_TOOL_NAME: telemetry.tool_name_for_metrics(call.name),
-            }
-            if model:
-                attributes[n.GEN_AI_REQUEST_MODEL] = model
-            telemetry.replayed_aborted.add(1, attributes)
+            telemetry.metrics.call_replayed(provider, model, call.name)
         if not span.is_recording():
             return
         for call_id, call in replayed:

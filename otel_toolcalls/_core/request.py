@@ -21,9 +21,10 @@ from opentelemetry import trace
 
 from . import process, replay
 from .errors import guarded
-from .peers import foreign_inference_span
+from .peers import peer_inference_span
+from .sink import Translator
 from .state import RequestInfo, StreamState
-from .stream import Process, bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
+from .stream import bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
 from .telemetry import Telemetry
 
 __all__ = [
@@ -58,18 +59,19 @@ class Request:
     # frozen type (a request in flight may be another adapter's); the core never reads it.
     route: object = None
     state: StreamState | None = None
-    # Someone else's inference span for this request, known while it records (when the request is
-    # made): adopted even if it ends before the stream is read (Logfire's ends with the SDK's call).
-    foreign: Any = field(init=False, default=None)
+    # A peer's inference span (another instrumentation's) for this request, known while it records
+    # (when the request is made): adopted even if it ends before the stream is read (Logfire's ends
+    # with the SDK's call).
+    peer_span: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.foreign = foreign_inference_span(self.parent)
+        self.peer_span = peer_inference_span(self.parent)
 
     def sending(self) -> None:
         """The SDK sends the request now, inside every wrapper of the call that makes it: someone
         else's inference span started by a wrapper outside the adapter's is current only here."""
-        if self.foreign is None and self.state is None:
-            self.foreign = foreign_inference_span(otel_context.get_current())
+        if self.peer_span is None and self.state is None:
+            self.peer_span = peer_inference_span(otel_context.get_current())
 
     def stream(self) -> StreamState:
         """The request's ``StreamState``, made at the first need."""
@@ -77,10 +79,10 @@ class Request:
 
     def new_state(self, sdk_span: Callable[[], Any] | None = None) -> StreamState:
         """A ``StreamState`` for a stream of this request. The inference span adopted, if any: the
-        SDK's own (``sdk_span``), the innermost, else someone else's (``foreign``)."""
+        SDK's own (``sdk_span``), the innermost, else another instrumentation's (``peer_span``)."""
         adopted = sdk_span() if sdk_span is not None else None
         if adopted is None:
-            adopted = self.foreign
+            adopted = self.peer_span
         host, port = self.server
         info = RequestInfo(
             provider=self.provider,
@@ -100,7 +102,7 @@ class Request:
     def attach(
         self,
         iterator: Any,
-        process: Process,
+        translate: Translator,
         *,
         key: object = None,
         owner: object = None,
@@ -117,8 +119,8 @@ class Request:
         if owner is not None:
             watch(owner, state)
         if hasattr(iterator, "__anext__"):
-            return wrap_async(iterator, state, process)
-        return wrap_sync(iterator, state, process)
+            return wrap_async(iterator, state, translate)
+        return wrap_sync(iterator, state, translate)
 
     def failed_before_stream(self, exc: BaseException) -> None:
         """The request raised before any stream existed (refused, throttled, unreachable): the

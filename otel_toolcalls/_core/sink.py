@@ -72,10 +72,12 @@ class Sink(Protocol):
         ...
 
 
-Handler = Callable[[Sink, Any], None]
+# A translator: reads one chunk (or event) by attribute access and calls the stream's Sink methods.
+# The adapters hand one to ``Request.attach``; ``by_type`` builds one from a handler per event type.
+Translator = Callable[[Sink, Any], None]
 
 
-def by_type(handlers: dict[str, Handler], *, name: str, module: str) -> Handler:
+def by_type(handlers: dict[str, Translator], *, name: str, module: str) -> Translator:
     """A translator that hands each event to the handler of its ``type`` (others are ignored);
     ``name`` and ``module`` are its own, for the internal-error site it reports under."""
 

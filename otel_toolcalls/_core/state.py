@@ -23,7 +23,7 @@ from . import process
 from .calls import BLANKS as _BLANKS
 from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
 from .errors import guarded, report
-from .inference_metrics import StreamEnd, reports_usage
+from .metrics import StreamEnd, reports_usage
 from .registry import call_key
 from .telemetry import Telemetry
 from .usage import Usage, span_attributes
@@ -452,7 +452,7 @@ class StreamState:
         attributes = request.attributes()
         if self.response_model:
             attributes[n.GEN_AI_RESPONSE_MODEL] = self.response_model
-        self._t.inference.record(
+        self._t.metrics.stream_ended(
             StreamEnd(
                 attributes=attributes,
                 operation=request.operation,
@@ -465,10 +465,7 @@ class StreamState:
             )
         )
         if self.buffered:
-            buffered = {n.GEN_AI_PROVIDER_NAME: self.provider}
-            if self.model:
-                buffered[n.GEN_AI_REQUEST_MODEL] = self.model
-            self._t.stream_buffered.add(1, buffered)
+            self._t.metrics.stream_was_buffered(self.provider, self.model)
 
     def _outcome_attributes(self, outcome_reason: str | None) -> dict[str, Any]:
         """The stream's toolcall.* attributes: count, outcome, abort reason, buffered."""

@@ -19,15 +19,15 @@ from typing import Any, Literal, TypeVar
 
 from . import process
 from .errors import report, site_of
+from .sink import Translator
 from .state import LIVE, StreamState
 
 _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Process = Callable[[StreamState, Any], None]
 
 
-def _handler(state: StreamState, process: Process) -> Callable[[Any], None]:
+def _handler(state: StreamState, translate: Translator) -> Callable[[Any], None]:
     """What the wrapper does with each chunk before yielding it: the early chunks' clock reads
     (the first for time-to-first-chunk, number ``buffered_probe`` once more for the buffered-stream
     check; no other chunk reads the clock), then the translator, its failure reported, not raised."""
@@ -43,9 +43,9 @@ def _handler(state: StreamState, process: Process) -> Callable[[Any], None]:
                     state.first_chunk()
                 if count == probe:
                     state.nth_chunk()
-            process(state, chunk)
+            translate(state, chunk)
         except Exception as exc:
-            report(site_of(process), exc)
+            report(site_of(translate), exc)
 
     return handle
 
@@ -70,16 +70,16 @@ class _Ending:
         return False  # what ended the iteration goes on to the caller untouched
 
 
-def wrap_sync(inner: Iterator[T], state: StreamState, process: Process) -> Iterator[T]:
-    handle = _handler(state, process)
+def wrap_sync(inner: Iterator[T], state: StreamState, translate: Translator) -> Iterator[T]:
+    handle = _handler(state, translate)
     with _Ending(state):
         for chunk in inner:
             handle(chunk)
             yield chunk
 
 
-async def wrap_async(inner: AsyncIterator[T], state: StreamState, process: Process) -> AsyncIterator[T]:
-    handle = _handler(state, process)
+async def wrap_async(inner: AsyncIterator[T], state: StreamState, translate: Translator) -> AsyncIterator[T]:
+    handle = _handler(state, translate)
     with _Ending(state):
         async for chunk in inner:
             handle(chunk)

@@ -1,8 +1,9 @@
-"""Token usage of one streamed response, read from the event that carries the provider's final count.
+"""Token usage of one streamed response: the provider-neutral record and its span attributes.
 
-Each reader takes the usage object (or dict, for botocore) the SDK already parsed, once per stream,
-and returns a ``Usage``, or None when the event carried no count: a stream cut before that event
-keeps ``state.usage`` None (no attribute, no metric point, never a 0).
+Each translator reads its provider's usage shape (beside it, in ``_providers``) from the event that
+carries the final count, once per stream, and returns ``make(...)``: None when the event carried no
+count, so a stream cut before that event keeps ``state.usage`` None (no attribute, no metric point,
+never a 0).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def count(value: Any) -> int | None:
     return int(value)
 
 
-def _sum(*values: int | None) -> int | None:
+def total(*values: int | None) -> int | None:
+    """The sum of the counts present (a provider's count that excludes a part), or None."""
     present = [v for v in values if v is not None]
     return sum(present) if present else None
 
@@ -71,105 +73,3 @@ def span_attributes(usage: Usage) -> dict[str, int]:
         if value is not None:
             attributes[attribute] = value
     return attributes
-
-
-def _get(obj: Any, name: str) -> Any:
-    return getattr(obj, name, None) if obj is not None else None
-
-
-# -- one reader per provider's usage shape ---------------------------------------------------------
-
-
-def openai_chat(usage: Any) -> Usage | None:
-    # {"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,
-    #  "prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}
-    # Also Mistral's UsageInfo and Groq's x_groq.usage: the same field names.
-    return _openai(usage, "prompt_tokens", "completion_tokens")
-
-
-def openai_responses(usage: Any) -> Usage | None:
-    # {"input_tokens":36,"input_tokens_details":{"cached_tokens":0},"output_tokens":87,
-    #  "output_tokens_details":{"reasoning_tokens":0},"total_tokens":123}
-    return _openai(usage, "input_tokens", "output_tokens")
-
-
-def _openai(usage: Any, inputs: str, outputs: str) -> Usage | None:
-    """OpenAI's two APIs name their counts apart but shape them alike: ``<inputs>`` with its
-    ``<inputs>_details`` (cached, cache-write), ``<outputs>`` with its ``<outputs>_details`` (reasoning)."""
-    if usage is None:
-        return None
-    details_in = _get(usage, f"{inputs}_details")
-    return make(
-        input_tokens=_get(usage, inputs),
-        output_tokens=_get(usage, outputs),
-        cache_read=_get(details_in, "cached_tokens"),
-        cache_write=_get(details_in, "cache_write_tokens"),
-        reasoning=_get(_get(usage, f"{outputs}_details"), "reasoning_tokens"),
-    )
-
-
-def anthropic(start: Any, delta: Any) -> Usage | None:
-    """``message_start``'s usage completed by ``message_delta``'s (cumulative; any field it carries
-    wins). Anthropic's ``input_tokens`` excludes cache reads and writes: the total adds them."""
-
-    def latest(name: str) -> Any:
-        value = _get(delta, name)
-        return value if value is not None else _get(start, name)
-
-    uncached = count(latest("input_tokens"))
-    cache_read = count(latest("cache_read_input_tokens"))
-    cache_write = count(latest("cache_creation_input_tokens"))
-    details = latest("output_tokens_details")
-    return make(
-        input_tokens=_sum(uncached, cache_read, cache_write),
-        output_tokens=latest("output_tokens"),
-        cache_read=cache_read,
-        cache_write=cache_write,
-        reasoning=_get(details, "thinking_tokens"),
-    )
-
-
-def bedrock(metadata: Any) -> Usage | None:
-    # {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,"totalTokens":46,
-    #  "cacheReadInputTokens":0,"cacheWriteInputTokens":0},"metrics":{"latencyMs":321}}}
-    usage = metadata.get("usage") if isinstance(metadata, dict) else None
-    if not isinstance(usage, dict):
-        return None
-    cache_read = count(usage.get("cacheReadInputTokens"))
-    cache_write = count(usage.get("cacheWriteInputTokens"))
-    return make(
-        input_tokens=_sum(count(usage.get("inputTokens")), cache_read, cache_write),
-        output_tokens=usage.get("outputTokens"),
-        cache_read=cache_read,
-        cache_write=cache_write,
-    )
-
-
-def gemini(metadata: Any) -> Usage | None:
-    # {"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":30,"thoughtsTokenCount":5,
-    #  "cachedContentTokenCount":4,"toolUsePromptTokenCount":2,"totalTokenCount":49}}
-    if metadata is None:
-        return None
-    thoughts = count(_get(metadata, "thoughts_token_count"))
-    prompt = count(_get(metadata, "prompt_token_count"))
-    candidates = count(_get(metadata, "candidates_token_count"))
-    return make(
-        input_tokens=_sum(prompt, count(_get(metadata, "tool_use_prompt_token_count"))),
-        output_tokens=_sum(candidates, thoughts) if candidates is not None else None,
-        cache_read=_get(metadata, "cached_content_token_count"),
-        reasoning=thoughts,
-    )
-
-
-def cohere(usage: Any) -> Usage | None:
-    # {"billed_units":{"input_tokens":12,"output_tokens":40},"tokens":{"input_tokens":900,...},
-    #  "cached_tokens":0}: the billed units are what the customer pays for.
-    if usage is None:
-        return None
-    billed, tokens = _get(usage, "billed_units"), _get(usage, "tokens")
-    source = billed if _get(billed, "input_tokens") is not None else tokens
-    return make(
-        input_tokens=_get(source, "input_tokens"),
-        output_tokens=_get(source, "output_tokens"),
-        cache_read=_get(usage, "cached_tokens"),
-    )

@@ -17,7 +17,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution
+from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .own_spans import annotate_or_refuse

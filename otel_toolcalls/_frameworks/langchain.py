@@ -21,7 +21,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import peers
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution, run, run_async
+from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 _log = logging.getLogger(__name__)

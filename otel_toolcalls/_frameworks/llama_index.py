@@ -15,7 +15,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution, run_async
+from otel_toolcalls._linking.runner import Execution, run_async
 from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 
 _log = logging.getLogger(__name__)

@@ -19,8 +19,8 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution
 from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 
 from .own_spans import annotate_or_refuse

@@ -1,27 +1,14 @@
-"""Execution spans made by the framework adapters, and the call id handed to code that has none.
+"""The call id handed to code that has none.
 
 A framework that executes tools itself (LangChain, pydantic-ai, openai-agents) knows the call id;
 the MCP client API does not carry one. ``tool_call_context`` puts the id where the MCP adapter (or
-any code) finds it; the framework adapters set it around every execution they wrap.
+any code) finds it; the framework adapters set it around every execution they wrap
+(``runner.Execution``, through ``enter_call_id`` / ``leave_call_id``).
 """
 
 from __future__ import annotations
 
 import contextvars
-import logging
-from collections.abc import Callable
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.trace import Span
-
-from otel_toolcalls._core.registry import call_key
-from otel_toolcalls._core.telemetry import Telemetry
-
-from . import spans as _spans
-from .execute import IncompleteToolCallError, annotate_execution, execute_tool
-
-_log = logging.getLogger(__name__)
 
 _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("otel_toolcalls_call_id", default=None)
 
@@ -55,116 +42,14 @@ def current_tool_call_id() -> str | None:
     return _CALL_ID.get()
 
 
-def execution_in_progress() -> Span | None:
-    """The current span when it is a tool-execution span (ours or a framework's)."""
-    span = trace.get_current_span()
-    if not span.is_recording():
-        return None
-    return span if _spans.is_execution(span) else None
+def enter_call_id(call_id: str | None) -> contextvars.Token[str | None]:
+    """Sets the call id for the code that runs next in this context (a framework's execution)."""
+    return _CALL_ID.set(call_id)
 
 
-# What a framework hands back for a tool that failed without raising (its error result): the
-# exception it caught, or, where it kept none, the error type its result says.
-ErrorOf = Callable[[Any], "BaseException | str | None"]
+def leave_call_id(token: contextvars.Token[str | None]) -> None:
+    """Restores the call id ``enter_call_id`` replaced; raises ValueError in another context."""
+    _CALL_ID.reset(token)
 
 
-class Execution:
-    """One execution wrapped by a framework adapter, as a ``with`` block (sync or async code):
-    entering raises only ``IncompleteToolCallError`` (strict mode), before the tool runs; leaving
-    ends the span with the error the tool raised, or the one ``returned`` read from its result.
-
-    Never two execution spans for one execution: inside someone else's execution span for this
-    call, that span gets the outcome and the link; inside one already annotated (ours, or a
-    framework's that an outer adapter handled), nothing more is added.
-    """
-
-    __slots__ = ("_call_id", "_error", "_name", "_scope", "_telemetry", "_token", "_unknown")
-
-    def __init__(
-        self, call_id: str | None, name: str | None, telemetry: Telemetry, *, unknown: bool = True
-    ) -> None:
-        """``unknown=False``: someone else's span for a call never seen streamed gets no outcome."""
-        self._call_id = call_id or None
-        self._unknown = unknown
-        self._name = name
-        # The instrumentor's, as the adapter was given it: never whichever is active when a tool runs.
-        self._telemetry = telemetry
-        self._scope: execute_tool | None = None
-        self._token: contextvars.Token[str | None] | None = None
-        self._error: BaseException | str | None = None
-
-    def __enter__(self) -> Execution:
-        try:
-            self._token = _CALL_ID.set(self._call_id)
-            span = execution_in_progress()
-            if span is not None and self._same_call(span):
-                if not _spans.is_annotated(span):
-                    annotate_execution(span, self._call_id, telemetry=self._telemetry, unknown=self._unknown)
-                return self
-            scope = execute_tool(self._call_id, name=self._name, telemetry=self._telemetry)
-            scope.__enter__()
-            self._scope = scope
-        except IncompleteToolCallError:
-            self._reset()
-            raise
-        except Exception:
-            _log.debug("otel_toolcalls: could not start an execution span", exc_info=True)
-        return self
-
-    def returned(self, result: Any, error_of: ErrorOf | None) -> Any:
-        """``result``, passed through; ``error_of(result)`` (a framework that turns a tool's
-        exception into a result) is the execution's error when the block ends without raising."""
-        if error_of is not None:
-            try:
-                self._error = error_of(result)
-            except Exception:
-                _log.debug("otel_toolcalls: could not read a tool's result", exc_info=True)
-        return result
-
-    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        error = exc if exc is not None else self._error
-        scope, self._scope = self._scope, None
-        try:
-            if scope is not None:
-                if isinstance(error, str):
-                    scope.failed(error)  # an error result with no exception behind it
-                    error = None
-                scope.__exit__(type(error) if error is not None else None, error, None)
-        except Exception:
-            _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
-        self._reset()
-
-    def _same_call(self, span: Span) -> bool:
-        other = _spans.call_id_of(span)
-        if other is None or self._call_id is None:
-            return True
-        # A framework's span may carry the id whole, ours carries it cut.
-        return isinstance(other, str) and call_key(other) == call_key(self._call_id)
-
-    def _reset(self) -> None:
-        if self._token is not None:
-            try:
-                _CALL_ID.reset(self._token)
-            except ValueError:  # exited in another context (a callback scheduled elsewhere)
-                _log.debug("otel_toolcalls: call-id context exited in another context")
-            self._token = None
-
-
-# The one runner of a framework's tool function: in an ``Execution`` block, its result read by
-# ``error_of`` where the framework returns a tool's error instead of raising it. The async form
-# differs only by its ``await``: the block must be entered in the task that awaits.
-
-
-def run(execution: Execution, function: Any, args: Any, kwargs: Any, error_of: ErrorOf | None = None) -> Any:
-    with execution:
-        return execution.returned(function(*args, **kwargs), error_of)
-
-
-async def run_async(
-    execution: Execution, function: Any, args: Any, kwargs: Any, error_of: ErrorOf | None = None
-) -> Any:
-    with execution:
-        return execution.returned(await function(*args, **kwargs), error_of)
-
-
-__all__ = ["Execution", "current_tool_call_id", "run", "run_async", "tool_call_context"]
+__all__ = ["current_tool_call_id", "enter_call_id", "leave_call_id", "tool_call_context"]

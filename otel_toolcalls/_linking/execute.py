@@ -22,7 +22,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls._core.registry import CallRecord, call_key
-from otel_toolcalls._core.telemetry import Telemetry, current
+from otel_toolcalls._core.telemetry import Telemetry, in_force
 
 from . import carried as _carried
 from . import spans as _spans
@@ -54,7 +54,7 @@ IncompleteToolCallError.__module__ = "otel_toolcalls"
 def tool_call_outcome(call_id: str) -> str | None:
     """``"completed"``, ``"aborted"``, or None when the id was never seen (here, or by the process
     that sent the current request, through the ``toolcalls`` propagator) or has left the registry."""
-    record = _lookup(current(), call_id)
+    record = _lookup(in_force(), call_id)
     return record.outcome if record is not None else None
 
 
@@ -105,7 +105,7 @@ def annotate_execution(
     where the span has none, and, for a completed call, the link; in strict mode raise
     ``IncompleteToolCallError`` for an aborted call. The span is never ended here.
     ``unknown=False``: a call never seen adds nothing to the span."""
-    telemetry = telemetry if telemetry is not None else current()
+    telemetry = telemetry if telemetry is not None else in_force()
     record = _lookup(telemetry, call_id)
     _spans.record(span, call_key(call_id) if call_id else None)
     if record is None and not unknown:
@@ -161,7 +161,7 @@ class execute_tool:
     # -- context manager -------------------------------------------------------------------------
 
     def __enter__(self) -> Span:
-        telemetry = self._telemetry = self._given if self._given is not None else current()
+        telemetry = self._telemetry = self._given if self._given is not None else in_force()
         # A tool service with no id of its own runs the call its request carries.
         if not self.call_id and (carried := _carried.carried()) is not None:
             self.call_id = carried.call_id
@@ -250,13 +250,9 @@ class execute_tool:
             return
         # The metric first and on its own: a span processor raising in on_end must not cost it.
         try:
-            attributes: dict[str, Any] = {
-                n.GEN_AI_TOOL_NAME: self._telemetry.tool_name_for_metrics(self.name or "unknown"),
-                n.TOOLCALL_OUTCOME: self._outcome,
-            }
-            if error_type is not None:
-                attributes[n.ERROR_TYPE] = error_type
-            self._telemetry.execute_duration.record(time.perf_counter() - self._start, attributes)
+            self._telemetry.metrics.tool_executed(
+                self.name or "unknown", self._outcome, error_type, time.perf_counter() - self._start
+            )
         except Exception:
             _log.debug("otel_toolcalls: could not record an execution's duration", exc_info=True)
         try:

@@ -9,11 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from otel_toolcalls._core.replay import anthropic_ids
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Requires
 
-from .formats.anthropic_messages import process_event
+from .formats.anthropic_messages import history_ids, process_event
 from .stainless import Route, StainlessSDK
 
 _log = logging.getLogger(__name__)
@@ -77,7 +76,7 @@ def _provider_of(client: Any) -> str | None:
 SDK = StainlessSDK(
     module="anthropic",
     provider="anthropic",
-    routes=[Route(_is_messages, process_event, "chat", anthropic_ids)],
+    routes=[Route(_is_messages, process_event, "chat", history_ids)],
     find_sdk_span=_sdk_span,
     sdk_traces=_sdk_traces,
     provider_of=_provider_of,

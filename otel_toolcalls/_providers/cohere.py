@@ -45,6 +45,20 @@ _patches = Patches()
 # -- translator: one small function per event type ---------------------------------------------------
 
 
+def usage_of(found: Any) -> usage.Usage | None:
+    # {"billed_units":{"input_tokens":12,"output_tokens":40},"tokens":{"input_tokens":900,...},
+    #  "cached_tokens":0}: the billed units are what the customer pays for.
+    if found is None:
+        return None
+    billed, tokens = getattr(found, "billed_units", None), getattr(found, "tokens", None)
+    source = billed if getattr(billed, "input_tokens", None) is not None else tokens
+    return usage.make(
+        input_tokens=getattr(source, "input_tokens", None),
+        output_tokens=getattr(source, "output_tokens", None),
+        cache_read=getattr(found, "cached_tokens", None),
+    )
+
+
 def _message_start(state: Sink, event: Any) -> None:
     # {"type":"message-start","id":"c14c80c3-...","delta":{"message":{"role":"assistant"}}}
     state.response_id = event.id
@@ -89,7 +103,7 @@ def _message_end(state: Sink, event: Any) -> None:
     # Settles the last block (MAX_TOKENS truncates it; ERROR / TIMEOUT are stream errors).
     delta = event.delta
     state.settle(delta.finish_reason if delta is not None else None)
-    state.usage = usage.cohere(getattr(delta, "usage", None))
+    state.usage = usage_of(getattr(delta, "usage", None))
     state.final_event()
 
 

@@ -15,9 +15,10 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import replay
 from otel_toolcalls._core.errors import guarded, report
-from otel_toolcalls._core.peers import foreign_inference_span, started_ns, suppressed_span
+from otel_toolcalls._core.peers import peer_inference_span, started_ns, suppressed_span
 from otel_toolcalls._core.request import Request, current, stash, stashed
-from otel_toolcalls._core.stream import Process, close_seen
+from otel_toolcalls._core.sink import Translator
+from otel_toolcalls._core.stream import close_seen
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches
 
@@ -29,7 +30,7 @@ class Route:
     """Which streams a translator handles, by the request path."""
 
     matches: Callable[[str], bool]
-    process: Process
+    translate: Translator
     operation: str = "chat"
     # The call ids of a request body's input history, for the replayed-aborted-call check (_core.replay).
     history_ids: replay.HistoryIds | None = None
@@ -175,13 +176,13 @@ class StainlessSDK:
         if current() is not None or response is None or stashed(response):
             return
         parent = otel_context.get_current()
-        span = foreign_inference_span(parent) or suppressed_span(parent)
+        span = peer_inference_span(parent) or suppressed_span(parent)
         options = kwargs.get("options")
         route = self._route(options) if span is not None else None
         if route is None:
             return
         request = self._new_request(kwargs.get("client"), options, route, parent=parent)
-        request.foreign, request.start_ns = span, started_ns(span) or request.start_ns
+        request.peer_span, request.start_ns = span, started_ns(span) or request.start_ns
         stash(response, request)
 
     def _stream_wrapper(self, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -207,7 +208,7 @@ class StainlessSDK:
             request = self._new_request(getattr(stream, "_client", None), options, route)
         sdk_span = None if self.find_sdk_span is None else functools.partial(self.find_sdk_span, stream)
         owner = stream if self.watch_streams else None
-        return request.attach(iterator, route.process, key=response, owner=owner, sdk_span=sdk_span)
+        return request.attach(iterator, route.translate, key=response, owner=owner, sdk_span=sdk_span)
 
     def _route_of(self, request: Request | None) -> Route | None:
         """The route of a request these patches made; None for another adapter's (LiteLLM's, another
@@ -236,7 +237,7 @@ class StainlessSDK:
 
 def _enabled() -> bool:
     """Instrumentation is not suppressed, or suppressed under someone else's inference span."""
-    return is_instrumentation_enabled() or foreign_inference_span(otel_context.get_current()) is not None
+    return is_instrumentation_enabled() or peer_inference_span(otel_context.get_current()) is not None
 
 
 def _model(options: Any) -> str | None:

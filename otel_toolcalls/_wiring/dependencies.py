@@ -3,7 +3,9 @@
 opentelemetry-instrumentation (0.5x on) loads an instrumentor only when one distribution of its
 ``instruments-any`` extra is installed in the range stated there. The package has one entry per
 distribution an adapter patches, at the oldest release tested (``support.TESTED``): a process with
-only a framework or only mcp is instrumented too. pyproject.toml states the same list (tests check).
+only a framework or only mcp is instrumented too. ``instruments_any()`` derives that list;
+``package._instruments_any`` and pyproject.toml state it, as contrib's packages do (tests check all
+three are one list), and the instrumentor reads the stated one (no adapter imported to decide).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import importlib.metadata
 
 from packaging.requirements import Requirement
+
+from otel_toolcalls import package
 
 from .adapters import adapter_names, load
 from .support import TESTED
@@ -35,7 +39,7 @@ def instrumentation_dependencies() -> tuple[str, ...]:
     """What ``BaseInstrumentor.instrument()`` is to check, every one required, so that it decides as
     ``instruments-any`` does: the first distribution installed in its range; with none, the ones
     installed out of range (it reports the version conflict), else every one (it reports none found)."""
-    listed = instruments_any()
+    listed = package._instruments_any
     installed = [(each, version) for each in listed if (version := _installed(each)) is not None]
     for each, version in installed:
         if Requirement(each).specifier.contains(version):

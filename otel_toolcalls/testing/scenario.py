@@ -23,7 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_toolcalls._core import replay as _replay
+from otel_toolcalls._providers.bedrock import converse
+from otel_toolcalls._providers.formats import anthropic_messages, chat_completions, responses
 
 from . import anthropic as wire_anthropic
 from . import bedrock as wire_bedrock
@@ -349,10 +350,10 @@ _LAYOUTS: dict[str, Callable[[Sequence[Call], str | None], Layout]] = {
     "bedrock": bedrock_layout,
 }
 _HISTORY = {
-    "/chat/completions": _replay.openai_chat_ids,
-    "/responses": _replay.openai_responses_ids,
-    "/messages": _replay.anthropic_ids,
-    "/converse-stream": _replay.bedrock_ids,
+    "/chat/completions": chat_completions.history_ids,
+    "/responses": responses.history_ids,
+    "/messages": anthropic_messages.history_ids,
+    "/converse-stream": converse.history_ids,
 }
 
 

@@ -13,7 +13,8 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution, current_tool_call_id, execution_in_progress, run_async
+from otel_toolcalls._linking.context import current_tool_call_id
+from otel_toolcalls._linking.runner import Execution, execution_in_progress, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires, resolve
 
 from . import meta as _mcp_meta

@@ -18,8 +18,8 @@ from opentelemetry.context import Context
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.carried import carried
-from otel_toolcalls._linking.context import ErrorOf, Execution
 from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.runner import ErrorOf, Execution
 
 _log = logging.getLogger(__name__)
 

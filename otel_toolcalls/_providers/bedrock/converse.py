@@ -8,11 +8,11 @@ call's state are read; the argument fragment is counted, never parsed or joined.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core import usage
+from otel_toolcalls._core import replay, usage
 from otel_toolcalls._core.sink import Sink
 
 _log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def _block_stop(state: Sink, *, body: Any) -> None:
 
 def _metadata(state: Sink, *, body: Any) -> None:
     # After messageStop: {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,...},...}}
-    state.usage = usage.bedrock(body)
+    state.usage = usage_of(body)
 
 
 def _message_stop(state: Sink, *, body: Any) -> None:
@@ -93,3 +93,30 @@ def process_event(state: Sink, event: Any) -> None:
         if handler is not None and body is not None:
             handler(state, body=body)
             return
+
+
+def usage_of(metadata: Any) -> usage.Usage | None:
+    # {"metadata":{"usage":{"inputTokens":12,"outputTokens":34,"totalTokens":46,
+    #  "cacheReadInputTokens":0,"cacheWriteInputTokens":0},"metrics":{"latencyMs":321}}}
+    found = metadata.get("usage") if isinstance(metadata, dict) else None
+    if not isinstance(found, dict):
+        return None
+    cache_read = usage.count(found.get("cacheReadInputTokens"))
+    cache_write = usage.count(found.get("cacheWriteInputTokens"))
+    return usage.make(
+        input_tokens=usage.total(usage.count(found.get("inputTokens")), cache_read, cache_write),
+        output_tokens=found.get("outputTokens"),
+        cache_read=cache_read,
+        cache_write=cache_write,
+    )
+
+
+def history_ids(body: Any) -> Iterator[str]:
+    """The call ids of a Converse request's messages (the replayed-aborted-call check, ``_core.replay``)."""
+    for message in replay.entries(replay.field(body, "messages")):
+        for block in replay.entries(replay.field(message, "content")):
+            # {"toolUse": {"toolUseId": "tooluse_1", ...}} / {"toolResult": {"toolUseId": ...}}
+            for key in ("toolUse", "toolResult"):
+                inner = replay.field(block, key)
+                if inner is not None:
+                    yield replay.field(inner, "toolUseId")

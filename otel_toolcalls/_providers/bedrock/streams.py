@@ -15,7 +15,8 @@ from typing import Any
 from otel_toolcalls._core import replay
 from otel_toolcalls._core.errors import guarded, report, site_of
 from otel_toolcalls._core.request import Request, model_of
-from otel_toolcalls._core.stream import Process, ended_by
+from otel_toolcalls._core.sink import Translator
+from otel_toolcalls._core.stream import ended_by
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.returned import Transparent
 from otel_toolcalls._providers.servers import server_of
@@ -34,7 +35,7 @@ class Route:
 
     operation: str
     key: str
-    process: Process
+    translate: Translator
 
 
 ROUTES: dict[str, Route] = {
@@ -56,7 +57,7 @@ def begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request 
     server = server_of(getattr(getattr(client, "meta", None), "endpoint_url", None))
     # Converse messages are parameters botocore holds parsed; an invoke body is the caller's own
     # JSON text, which the package does not parse (the one parse it makes is a response chunk's).
-    replayed = replay.scan(telemetry, replay.bedrock_ids, params) if operation == "ConverseStream" else None
+    replayed = replay.scan(telemetry, converse.history_ids, params) if operation == "ConverseStream" else None
     route = ROUTES[operation]
     return Request(telemetry, PROVIDER, model_of(model), server=server, replayed=replayed, route=route)
 
@@ -75,10 +76,10 @@ def hand_back(request: Request, result: Any) -> None:
         # when it wrapped _make_api_call first): read through it, so that it sees every event
         # and its end, as without the package; the raw messages beneath it would bypass it.
         through = AsyncThroughProxy if hasattr(stream, "__aiter__") else ThroughProxy
-        result[route.key] = through(request, stream, route.process, through.source(stream))
+        result[route.key] = through(request, stream, route.translate, through.source(stream))
         return
     cls = AsyncStreamProxy if hasattr(stream, "__aiter__") else StreamProxy
-    result[route.key] = cls(request, stream, route.process)
+    result[route.key] = cls(request, stream, route.translate)
 
 
 def _fail(state: Any, exc: BaseException) -> None:
@@ -96,11 +97,11 @@ class Proxy(Transparent):
     ``inspect`` answer as for the SDK's stream; only ``type()`` names the proxy. Its state is in
     ``_self_`` slots."""
 
-    __slots__ = ("_self_events", "_self_process", "_self_state")
+    __slots__ = ("_self_events", "_self_state", "_self_translate")
 
-    def __init__(self, request: Request, stream: Any, process: Process, source: Any = None) -> None:
+    def __init__(self, request: Request, stream: Any, translate: Translator, source: Any = None) -> None:
         object.__setattr__(self, "_self_wrapped", stream)
-        object.__setattr__(self, "_self_process", process)
+        object.__setattr__(self, "_self_translate", translate)
         # The raw messages, through the finalize-once wrapper: the stream's end. Every loop over the
         # SDK's stream is a new generator over this one raw generator (a break ends only that
         # loop), so the end is read here (exhausted, raising, collected), never from a loop's end.
@@ -118,9 +119,9 @@ class Proxy(Transparent):
 
     def _translate(self, event: Any) -> Any:
         try:
-            self._self_process(self._self_state, event)
+            self._self_translate(self._self_state, event)
         except Exception as exc:
-            report(site_of(self._self_process), exc)
+            report(site_of(self._self_translate), exc)
         return event
 
 

@@ -7,11 +7,11 @@ An event is read by attribute access only, dispatched on ``event.type`` like the
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core import usage
+from otel_toolcalls._core import replay, usage
 from otel_toolcalls._core.sink import Sink, by_type
 
 _log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def _message_delta(state: Sink, event: Any) -> None:
     # {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},
     #  "usage":{"output_tokens":42}}: cumulative counts, the message's final usage.
     state.settle(getattr(event.delta, "stop_reason", None))
-    state.usage = usage.anthropic(state.pending_usage, getattr(event, "usage", None))
+    state.usage = usage_of(state.pending_usage, getattr(event, "usage", None))
 
 
 def _message_stop(state: Sink, event: Any) -> None:
@@ -93,3 +93,39 @@ def process_event(state: Sink, event: Any) -> None:
             state.fragment(event.index, delta.partial_json)
         return
     _others(state, event)
+
+
+def usage_of(start: Any, delta: Any) -> usage.Usage | None:
+    """``message_start``'s usage completed by ``message_delta``'s (cumulative; any field it carries
+    wins). Anthropic's ``input_tokens`` excludes cache reads and writes: the total adds them."""
+
+    def latest(name: str) -> Any:
+        value = getattr(delta, name, None)
+        return value if value is not None else getattr(start, name, None)
+
+    uncached = usage.count(latest("input_tokens"))
+    cache_read = usage.count(latest("cache_read_input_tokens"))
+    cache_write = usage.count(latest("cache_creation_input_tokens"))
+    return usage.make(
+        input_tokens=usage.total(uncached, cache_read, cache_write),
+        output_tokens=latest("output_tokens"),
+        cache_read=cache_read,
+        cache_write=cache_write,
+        reasoning=getattr(latest("output_tokens_details"), "thinking_tokens", None),
+    )
+
+
+_HISTORY_USES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+
+
+def history_ids(body: Any) -> Iterator[str]:
+    """The call ids of a request's input history (the replayed-aborted-call check, ``_core.replay``)."""
+    for message in replay.entries(replay.field(body, "messages")):
+        for block in replay.entries(replay.field(message, "content")):
+            kind = replay.field(block, "type")
+            if kind in _HISTORY_USES:
+                # {"type": "tool_use", "id": "toolu_1", "name": "...", "input": {...}}
+                yield replay.field(block, "id")
+            elif kind == "tool_result":
+                # {"type": "tool_result", "tool_use_id": "toolu_1", "content": "..."}
+                yield replay.field(block, "tool_use_id")

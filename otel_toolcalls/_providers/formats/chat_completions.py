@@ -8,10 +8,10 @@ the completion event of every call open in that choice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from otel_toolcalls._core import usage
+from otel_toolcalls._core import replay, usage
 from otel_toolcalls._core.sink import Sink
 
 _log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ def _usage(state: Sink, chunk: Any) -> None:
     # {"choices":[],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,...}}
     found = getattr(chunk, "usage", None) or getattr(getattr(chunk, "x_groq", None), "usage", None)
     if found is not None:
-        state.usage = usage.openai_chat(found)
+        state.usage = usage_of(found)
 
 
 # The index of a call delta, from the delta and its position in the list (Mistral's may be missing).
@@ -108,3 +108,36 @@ def _new_call(state: Sink, key: Any, delta_id: Any, function: Any) -> bool:
     return (
         not arguments or (type(arguments) is str and arguments.lstrip()[:1] == "{")
     ) and state.arguments_closed(key)
+
+
+def usage_of(
+    found: Any, inputs: str = "prompt_tokens", outputs: str = "completion_tokens"
+) -> usage.Usage | None:
+    """OpenAI's usage, Chat Completions' names by default (also Mistral's UsageInfo and Groq's
+    x_groq.usage); the Responses API names its counts apart but shapes them alike: ``<inputs>`` with
+    ``<inputs>_details`` (cached, cache-write), ``<outputs>`` with ``<outputs>_details`` (reasoning)."""
+    # {"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,
+    #  "prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}
+    if found is None:
+        return None
+    details_in = getattr(found, f"{inputs}_details", None)
+    return usage.make(
+        input_tokens=getattr(found, inputs, None),
+        output_tokens=getattr(found, outputs, None),
+        cache_read=getattr(details_in, "cached_tokens", None),
+        cache_write=getattr(details_in, "cache_write_tokens", None),
+        reasoning=getattr(getattr(found, f"{outputs}_details", None), "reasoning_tokens", None),
+    )
+
+
+def history_ids(body: Any) -> Iterator[str]:
+    """The call ids of a request's input history (the replayed-aborted-call check, ``_core.replay``)."""
+    for message in replay.entries(replay.field(body, "messages")):
+        role = replay.field(message, "role")
+        if role == "assistant":
+            # {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", ...}]}
+            for call in replay.entries(replay.field(message, "tool_calls")):
+                yield replay.field(call, "id")
+        elif role == "tool":
+            # {"role": "tool", "tool_call_id": "call_1", "content": "..."}
+            yield replay.field(message, "tool_call_id")

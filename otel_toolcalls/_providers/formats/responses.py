@@ -8,12 +8,14 @@ item's own ``response.output_item.done`` completes it; ``response.incomplete`` s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core import usage
+from otel_toolcalls._core import replay
 from otel_toolcalls._core.sink import Sink, by_type
+
+from .chat_completions import usage_of
 
 # Item type -> gen_ai.tool.type. Custom tools run in the client like functions; MCP calls are run
 # by the provider.
@@ -91,7 +93,9 @@ def _item_done(state: Sink, event: Any) -> None:
 
 def _usage(state: Sink, response: Any) -> None:
     # The response object of the final event: {"usage":{"input_tokens":36,"output_tokens":87,...}}
-    found = usage.openai_responses(getattr(response, "usage", None))
+    # {"input_tokens":36,"input_tokens_details":{"cached_tokens":0},"output_tokens":87,
+    #  "output_tokens_details":{"reasoning_tokens":0},"total_tokens":123}
+    found = usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens")
     if found is not None:
         state.usage = found
 
@@ -152,3 +156,16 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 
 
 process_event = by_type(_HANDLERS, name="process_event", module=__name__)
+
+
+_HISTORY_ITEMS = frozenset(
+    {"function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output"}
+)
+
+
+def history_ids(body: Any) -> Iterator[str]:
+    """The call ids of a request's input history (the replayed-aborted-call check, ``_core.replay``)."""
+    for item in replay.entries(replay.field(body, "input")):
+        # {"type": "function_call", "call_id": "call_1", "name": "...", "arguments": "..."}
+        if replay.field(item, "type") in _HISTORY_ITEMS:
+            yield replay.field(item, "call_id")

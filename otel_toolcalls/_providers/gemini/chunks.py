@@ -36,7 +36,7 @@ def process_chunk(state: Sink, chunk: Any) -> None:
         feedback = chunk.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:
             state.settle(reason_text(feedback.block_reason))
-            state.usage = usage.gemini(chunk.usage_metadata)
+            state.usage = usage_of(chunk.usage_metadata)
             state.final_event()
         return
     finished = False
@@ -45,7 +45,7 @@ def process_chunk(state: Sink, chunk: Any) -> None:
     if finished:
         # Every chunk may carry usageMetadata, counted so far; the finishing chunk's is the total.
         # {"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":30,"totalTokenCount":42}}
-        state.usage = usage.gemini(chunk.usage_metadata)
+        state.usage = usage_of(chunk.usage_metadata)
 
 
 def _candidate(state: Sink, candidate: Any) -> bool:
@@ -128,3 +128,19 @@ def _literal(arg: Any) -> str | None:
 def _new_id(open_id: str | None, part_id: Any) -> bool:
     # A continuation part may repeat name and id; only a different id starts a new call.
     return bool(part_id) and open_id is not None and part_id != open_id
+
+
+def usage_of(metadata: Any) -> usage.Usage | None:
+    # {"usageMetadata":{"promptTokenCount":12,"candidatesTokenCount":30,"thoughtsTokenCount":5,
+    #  "cachedContentTokenCount":4,"toolUsePromptTokenCount":2,"totalTokenCount":49}}
+    if metadata is None:
+        return None
+    thoughts = usage.count(getattr(metadata, "thoughts_token_count", None))
+    prompt = usage.count(getattr(metadata, "prompt_token_count", None))
+    candidates = usage.count(getattr(metadata, "candidates_token_count", None))
+    return usage.make(
+        input_tokens=usage.total(prompt, usage.count(getattr(metadata, "tool_use_prompt_token_count", None))),
+        output_tokens=usage.total(candidates, thoughts) if candidates is not None else None,
+        cache_read=getattr(metadata, "cached_content_token_count", None),
+        reasoning=thoughts,
+    )

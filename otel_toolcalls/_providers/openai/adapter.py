@@ -10,10 +10,8 @@ import sys
 from typing import Any
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.replay import openai_chat_ids, openai_responses_ids
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.formats.chat_completions import process_chunk as chat_chunk
-from otel_toolcalls._providers.formats.responses import process_event as responses_event
+from otel_toolcalls._providers.formats import chat_completions, responses
 from otel_toolcalls._providers.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
 
@@ -38,11 +36,18 @@ SDK = StainlessSDK(
     provider="openai",
     provider_of=provider_of,
     routes=[
-        Route(lambda path: path.endswith("/chat/completions"), chat_chunk, "chat", openai_chat_ids),
-        Route(lambda path: path.endswith("/responses"), responses_event, "chat", openai_responses_ids),
+        Route(
+            lambda path: path.endswith("/chat/completions"),
+            chat_completions.process_chunk,
+            "chat",
+            chat_completions.history_ids,
+        ),
+        Route(
+            lambda path: path.endswith("/responses"), responses.process_event, "chat", responses.history_ids
+        ),
         Route(
             lambda path: _RETRIEVE_PATH.search(path) is not None,
-            responses_event,
+            responses.process_event,
             n.OPERATION_FETCH_RESPONSE,
         ),
     ],

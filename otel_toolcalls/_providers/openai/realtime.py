@@ -69,7 +69,8 @@ def process_event(session: Session, event: Any, connection: object) -> None:
     elif kind == "response.done":
         state = session.done(_id(getattr(event.response, "id", None)))
         if state is not None:
-            response_done(state, event.response)
+            cancelled = response_done(state, event.response)
+            (state.cancelled if cancelled else state.ended)()
     elif kind in ("session.created", "session.updated"):
         session.response_model = model_of(getattr(event.session, "model", None)) or session.response_model
 

@@ -13,7 +13,6 @@ from typing import Any
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core import usage
 from otel_toolcalls._core.sink import Sink
-from otel_toolcalls._core.state import StreamState
 
 _TOOL_TYPES = {"function_call": n.TOOL_TYPE_FUNCTION, "mcp_call": n.TOOL_TYPE_EXTENSION}
 
@@ -57,7 +56,9 @@ RESPONSE_EVENTS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-def response_done(state: StreamState, response: Any) -> None:
+def response_done(state: Sink, response: Any) -> bool:
+    """Settles the response's calls; True when it was cancelled (the adapter then ends the stream
+    cancelled, else ended: the translator reads, the adapter owns the stream's end)."""
     # {"type":"response.done","response":{"id":"resp_1","status":"incomplete",
     #  "status_details":{"type":"incomplete","reason":"max_output_tokens"},"usage":{...}}}
     state.usage = _usage(getattr(response, "usage", None))
@@ -66,8 +67,7 @@ def response_done(state: StreamState, response: Any) -> None:
     if status == "cancelled":
         # The client's response.cancel, or the user speaking over it (turn_detected): TELEMETRY §6.
         state.settle(status)
-        state.cancelled()
-        return
+        return True
     if status == "failed":
         error = getattr(details, "error", None)
         state.error_event(getattr(error, "code", None) or getattr(error, "type", None))
@@ -79,7 +79,7 @@ def response_done(state: StreamState, response: Any) -> None:
     else:
         state.settle(status)
     state.final_event()
-    state.ended()
+    return False
 
 
 def _usage(found: Any) -> usage.Usage | None:

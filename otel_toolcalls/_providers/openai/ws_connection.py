@@ -70,7 +70,8 @@ class Session:
             finish(state)
 
 
-Process = Callable[[Session, Any, object], None]
+# A translator of one connection's events: routes each to its response's stream (a Sink) and reads it.
+SessionTranslator = Callable[[Session, Any, object], None]
 
 
 @dataclass
@@ -84,7 +85,7 @@ class Wiring:
     user's, and the manager's exit); its ``send`` (what the client asks for). Events read unparsed
     (``recv_bytes`` by the user) would have to be parsed: not traced, said once at WARNING."""
 
-    process: Process
+    translate: SessionTranslator
     on_send: Callable[[Session, Any], None] | None = None
     telemetry: list[Telemetry] = field(default_factory=list)
 
@@ -107,7 +108,7 @@ class Wiring:
     def received(self, connection: Any, event: Any) -> None:
         session = self.session_of(connection)
         if session is not None:
-            self.process(session, event, connection)
+            self.translate(session, event, connection)
 
     def sent(self, connection: Any, event: Any) -> None:
         session = self.session_of(connection)

@@ -1,0 +1,35 @@
+"""What the package instruments, stated as opentelemetry-python-contrib's instrumentations state it.
+
+``_instruments_any``: ``opentelemetry-instrument`` runs the instrumentor when one of these is
+installed in its range (pyproject.toml's ``instruments-any`` extra says the same). One entry per
+distribution an adapter patches, at the oldest release tested: ``_wiring.dependencies`` derives the
+list from the adapters and the tested-versions table, and tests/test_instruments_any.py checks that
+this list, the derived one and the extra are one list.
+"""
+
+_instruments: tuple[str, ...] = ()
+
+_instruments_any = (
+    "aiobotocore>=2.13.1",
+    "anthropic>=0.43.0",
+    "autogen-core>=0.6.2",
+    "botocore>=1.34.116",
+    "cohere>=7.0.0",
+    "crewai>=1.10.1",
+    "google-adk>=1.20.0",
+    "google-genai>=1.55.0",
+    "groq>=0.11.0",
+    "huggingface_hub>=0.30.0",
+    "langchain-core>=0.3.86",
+    "litellm>=1.108.0",
+    "llama-index-core>=0.13.0",
+    "mcp>=1.25.0",
+    "mistralai>=3.0.0",
+    "ollama>=0.4.0",
+    "openai>=1.40.0",
+    "openai-agents>=0.19.0",
+    "pydantic-ai-slim>=1.86.1",
+    "strands-agents>=1.19.0",
+)
+
+_supports_metrics = True
