@@ -29,6 +29,7 @@ _instruments_any = (
     "openai>=1.40.0",
     "openai-agents>=0.19.0",
     "pydantic-ai-slim>=1.86.1",
+    "smolagents>=1.24.0",
     "strands-agents>=1.19.0",
 )
 

@@ -218,7 +218,7 @@ def test_one_path_to_each_name() -> None:
 # package's identifier, which happens to contain its SDK's name; the core reads nothing of that SDK.
 PEER_SCOPES = {"com.anthropic.sdk.python", "opentelemetry.instrumentation.openai_v2"}
 # Parts of distribution names that are no provider's.
-GENERIC_WORDS = {"genai", "google", "hub", "ai", "realtime", "responses", "ws"}
+GENERIC_WORDS = {"genai", "google", "hub", "ai", "realtime", "responses", "ws", "live"}
 
 
 def _provider_words() -> set[str]:

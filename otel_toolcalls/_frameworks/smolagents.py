@@ -24,8 +24,8 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.context import Execution, run
 from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.runner import Execution, run
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 _log = logging.getLogger(__name__)
