@@ -57,11 +57,18 @@ class Suite:
     # Beside tests/lib (by default): files of the rest of its tests/ that drive what the package
     # patches (the Realtime connection's reconnect and send queue: response.created without response).
     beside: Sequence[str] = ()
+    # Files left out, each for a reason given beside it: what cannot run here, bare or instrumented.
+    ignore: Sequence[str] = ()
 
 
 SUITES = {
     "openai": Suite("openai", ["realtime", "aiohttp", "bedrock", "vertex", "datalib"],
-                    beside=["tests/test_send_queue_reconnect.py"]),
+                    beside=["tests/test_send_queue_reconnect.py"],
+                    # Stainless's generated API tests: 40 of its 50 call the Prism mock server on
+                    # 127.0.0.1:4010, which the lane does not run (connection refused after the
+                    # client's retries and their sleeps, bare and instrumented alike); the other
+                    # 10 check a path parameter before any request is made.
+                    ignore=["tests/lib/test_fine_tuning_positional_arguments.py"]),
     "anthropic": Suite("anthropic", ["aiohttp", "vertex", "bedrock", "mcp", "webhooks"]),
 }  # fmt: skip
 
@@ -144,6 +151,7 @@ def venv_for(suite: Suite, version: str, tree: Path, package: Path, log: Path) -
 
 
 def run_suite(
+    suite: Suite,
     venv: Path,
     tree: Path,
     tests: Sequence[str],
@@ -186,10 +194,11 @@ def run_suite(
         "-p",
         "outcome_plugin",
         "-n",
-        str(jobs),
+        str(jobs if jobs > 1 else 0),
         "--durations=30",
         "-rN",
         "--continue-on-collection-errors",
+        *(f"--ignore={path}" for path in suite.ignore),
         *tests,
     ]
     _run(cmd, log, cwd=tree, env=env)
@@ -344,44 +353,76 @@ def main(argv: Sequence[str]) -> int:
         help="run the whole suite bare too (twice the time), not only what did not pass instrumented",
     )
     parser.add_argument("--package", type=Path, default=ROOT, help="the otel_toolcalls source to install")
-    parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("SDK_SUITE_JOBS", "2")))
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("SDK_SUITE_JOBS", "0")),
+        help="pytest-xdist workers per suite (default: 2 for one suite, 1 each for several)",
+    )
     args = parser.parse_args(argv)
     unknown = set(args.sdks) - set(SUITES)
     if unknown:
         parser.error(f"no suite for {', '.join(sorted(unknown))}")
-    failed = 0
-    for sdk in args.sdks or list(SUITES):
-        start = time.monotonic()
-        version = args.version or TESTED[sdk][1]
-        (WORK / "logs").mkdir(parents=True, exist_ok=True)
-        log = WORK / "logs" / f"{sdk}{_other(args.package.resolve())}.log"
-        log.write_text("")
-        tree = args.source.resolve() if args.source else sdist(sdk, version, log)
-        venv = venv_for(SUITES[sdk], version, tree, args.package.resolve(), log)
-        tests = args.tests or ["tests/lib", *SUITES[sdk].beside]
-        ran = time.monotonic(), _children_cpu()
-        instrumented = run_suite(venv, tree, tests, "instrumented", args.jobs, log)
-        if args.errors_only:
-            failed += not count_errors(sdk, version, instrumented)
-        elif args.full:
-            bare = run_suite(venv, tree, tests, "bare", args.jobs, log)
-            failed += not compare(sdk, version, bare, instrumented)
-        else:
-            suspects = not_passed(instrumented)
-            bare = run_suite(venv, tree, suspects, "bare", args.jobs, log, again=True) if suspects else _NONE
-            again = (
-                run_suite(venv, tree, suspects, "instrumented", args.jobs, log, again=True)
-                if suspects
-                else _NONE
-            )
-            failed += not settle(sdk, version, instrumented, bare, again)
-        took = time.monotonic() - ran[0]
-        print(
-            f"{sdk} {version}: {time.monotonic() - start:.0f}s in all, the runs {took:.0f}s "
-            f"(cpu {_children_cpu() - ran[1]:.0f}s; log: {log.relative_to(ROOT)})",
-            flush=True,
+    sdks = args.sdks or list(SUITES)
+    if len(sdks) > 1:
+        return side_by_side(sdks, [arg for arg in argv if arg not in SUITES])
+    return lane(sdks[0], args)
+
+
+def side_by_side(sdks: Sequence[str], rest: Sequence[str]) -> int:
+    """Each suite in a process of its own, side by side, in one pytest process each (no xdist)
+    unless told: xdist's workers collect the suite each and its controller costs CPU too."""
+    jobs = [] if any(arg.startswith(("-j", "--jobs")) for arg in rest) else ["-j", "1"]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, __file__, sdk, *rest, *jobs],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
-    return 1 if failed else 0
+        for sdk in sdks
+    ]
+    for run in runs:
+        print(run.communicate()[0], end="", flush=True)
+    return 1 if any(run.returncode for run in runs) else 0
+
+
+def lane(sdk: str, args: argparse.Namespace) -> int:
+    """One SDK's suite: fetched, installed, run and compared; 0 when green."""
+    jobs = args.jobs or 2
+    start = time.monotonic()
+    version = args.version or TESTED[sdk][1]
+    (WORK / "logs").mkdir(parents=True, exist_ok=True)
+    log = WORK / "logs" / f"{sdk}{_other(args.package.resolve())}.log"
+    log.write_text("")
+    tree = args.source.resolve() if args.source else sdist(sdk, version, log)
+    suite = SUITES[sdk]
+    venv = venv_for(suite, version, tree, args.package.resolve(), log)
+    tests = args.tests or ["tests/lib", *suite.beside]
+    ran = time.monotonic(), _children_cpu()
+    instrumented = run_suite(suite, venv, tree, tests, "instrumented", jobs, log)
+    if args.errors_only:
+        green = count_errors(sdk, version, instrumented)
+    elif args.full:
+        green = compare(sdk, version, run_suite(suite, venv, tree, tests, "bare", jobs, log), instrumented)
+    else:
+        suspects = not_passed(instrumented)
+        bare, again = (
+            (
+                run_suite(suite, venv, tree, suspects, "bare", jobs, log, again=True),
+                run_suite(suite, venv, tree, suspects, "instrumented", jobs, log, again=True),
+            )
+            if suspects
+            else (_NONE, _NONE)
+        )
+        green = settle(sdk, version, instrumented, bare, again)
+    print(
+        f"{sdk} {version}: {time.monotonic() - start:.0f}s in all, the runs {time.monotonic() - ran[0]:.0f}s "
+        f"(cpu {_children_cpu() - ran[1]:.0f}s; log: {log.relative_to(ROOT)})",
+        flush=True,
+    )
+    return 0 if green else 1
 
 
 if __name__ == "__main__":
