@@ -82,7 +82,7 @@ unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
 
 # The main suite runs alone: some of its tests time paced streams (bedrock's stop 30 ms after the
 # block), which more jobs beside it on two cores would fail. The wrapt 1.x tests are a version lane.
-test: test-setup unit lanes
+test: test-setup unit lanes sdk-suites
 
 # The old-SDK lanes and the framework venvs use venvs of their own, so they run side by side (each
 # target's output kept together): one after the other they took CI past 14 of its 15 minutes.
@@ -141,9 +141,10 @@ versions: $(VENV)/.stamp-test
 	$(PY) tests/versions/run.py
 
 # The openai and anthropic SDKs' own tests (their tests/lib, from the sdists on PyPI, at the newest
-# versions _wiring/support.py states), bare and with the package instrumented, in venvs of their own
-# under .sdk-suites/: fails on a test whose outcome differs, or on any toolcall.internal_errors.
-# Not part of `test` (about 20 CPU minutes; README, "The SDKs' own test suites").
+# versions _wiring/support.py states) with the package instrumented, in venvs of their own under
+# .sdk-suites/; those that did not pass run again bare and instrumented. Fails on a test whose
+# outcome differs, or on any toolcall.internal_errors. After the lanes, alone: the SDKs' own
+# timing tests fail beside other jobs on two cores. SDK_SUITE_FULL=1 runs the whole suite bare too.
 .PHONY: sdk-suites
 sdk-suites: $(VENV)/.stamp-test
 	$(PY) tests/sdk_suites/run.py

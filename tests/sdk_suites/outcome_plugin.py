@@ -5,6 +5,8 @@ SDK's own test session, before its conftest imports the SDK.
 (never the global ones: the SDK's own tracing tests set and read those). Either mode writes, per
 process (xdist workers each their own file), each test's outcome and, instrumented, the
 ``toolcall.internal_errors`` counted during it, by ``error.site``, to ``$SDK_SUITE_OUT.<process>.json``.
+``SDK_SUITE_ONLY`` names a file of node ids, one a line: the session runs those alone (the re-run of
+the tests that did not pass; given on the command line, a parametrized id can fail to parse).
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ class _Record:
         self.errors: dict[str, dict[str, int]] = {}
         # nodeid -> the end of its first failure's report (run.py tells a by-design difference by it).
         self.failures: dict[str, str] = {}
+        # nodeid -> seconds in setup, call and teardown (where a suite's time goes).
+        self.durations: dict[str, float] = {}
         self._seen: Counter[str] = Counter()
 
     def take_errors(self, key: str) -> None:
@@ -65,6 +69,7 @@ class _Record:
         self._seen = now
 
     def outcome(self, report: pytest.TestReport) -> None:
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
         if report.when == "call" or report.outcome != "passed":
             if hasattr(report, "wasxfail"):
                 result = "xfailed" if report.outcome == "skipped" else "xpassed"
@@ -89,6 +94,16 @@ def _runs_tests(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    only = os.environ.get("SDK_SUITE_ONLY")
+    if not only:
+        return
+    with open(only) as handle:
+        wanted = set(handle.read().splitlines())
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in wanted])
+    items[:] = [item for item in items if item.nodeid in wanted]
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _RECORD.outcome(report)
 
@@ -106,5 +121,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     out = f"{os.environ['SDK_SUITE_OUT']}.{worker}.json"
     with open(out, "w") as handle:
         json.dump(
-            {"outcomes": _RECORD.outcomes, "errors": _RECORD.errors, "failures": _RECORD.failures}, handle
+            {
+                "outcomes": _RECORD.outcomes,
+                "errors": _RECORD.errors,
+                "failures": _RECORD.failures,
+                "durations": _RECORD.durations,
+            },
+            handle,
         )

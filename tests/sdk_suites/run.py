@@ -57,11 +57,18 @@ class Suite:
     # Beside tests/lib (by default): files of the rest of its tests/ that drive what the package
     # patches (the Realtime connection's reconnect and send queue: response.created without response).
     beside: Sequence[str] = ()
+    # Files left out, each for a reason given beside it: what cannot run here, bare or instrumented.
+    ignore: Sequence[str] = ()
 
 
 SUITES = {
     "openai": Suite("openai", ["realtime", "aiohttp", "bedrock", "vertex", "datalib"],
-                    beside=["tests/test_send_queue_reconnect.py"]),
+                    beside=["tests/test_send_queue_reconnect.py"],
+                    # Stainless's generated API tests: 40 of its 50 call the Prism mock server on
+                    # 127.0.0.1:4010, which the lane does not run (connection refused after the
+                    # client's retries and their sleeps, bare and instrumented alike); the other
+                    # 10 check a path parameter before any request is made.
+                    ignore=["tests/lib/test_fine_tuning_positional_arguments.py"]),
     "anthropic": Suite("anthropic", ["aiohttp", "vertex", "bedrock", "mcp", "webhooks"]),
 }  # fmt: skip
 
@@ -83,7 +90,9 @@ def sdist(sdk: str, version: str, log: Path) -> Path:
     download = WORK / "src" / "downloads"
     download.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "download"]
-    if _run([*pip, "--no-binary", ":all:", "--no-deps", "-d", download, f"{sdk}=={version}"], log) != 0:
+    # --no-binary for the SDK alone: with :all:, pip built the sdist's build backend and its
+    # requirements from their sdists too, to read its metadata.
+    if _run([*pip, "--no-binary", sdk, "--no-deps", "-d", download, f"{sdk}=={version}"], log) != 0:
         raise SystemExit(f"{sdk} {version}: no sdist downloaded (see {log})")
     archive = next(download.glob(f"{sdk}-{version}.tar.gz"))
     with tarfile.open(archive) as tar:
@@ -141,11 +150,23 @@ def venv_for(suite: Suite, version: str, tree: Path, package: Path, log: Path) -
     return venv
 
 
-def run_suite(venv: Path, tree: Path, tests: Sequence[str], mode: str, jobs: int, log: Path) -> dict:
-    """One pytest session of the SDK's suite; returns the outcomes and the internal errors."""
-    out = WORK / "results" / f"{tree.name}-{venv.name}-{mode}"
+def run_suite(
+    suite: Suite,
+    venv: Path,
+    tree: Path,
+    tests: Sequence[str],
+    mode: str,
+    jobs: int,
+    log: Path,
+    *,
+    again: bool = False,
+) -> dict:
+    """One pytest session of the SDK's suite; returns the outcomes and the internal errors.
+    ``again``: ``tests`` are node ids, run alone (the re-run of those that did not pass)."""
+    out = WORK / "results" / f"{tree.name}-{venv.name}-{mode}{'-again' if again else ''}"
     if (
         mode == "bare"
+        and not again
         and os.environ.get("SDK_SUITE_REUSE_BARE")
         and list(out.parent.glob(f"{out.name}.*.json"))
     ):
@@ -156,6 +177,11 @@ def run_suite(venv: Path, tree: Path, tests: Sequence[str], mode: str, jobs: int
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "VIRTUAL_ENV"))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(SDK_SUITE_MODE=mode, SDK_SUITE_OUT=str(out))
+    if again:
+        only = out.parent / f"{out.name}.ids"
+        only.write_text("\n".join(tests) + "\n")
+        env["SDK_SUITE_ONLY"] = str(only)
+        tests = sorted({test.split("::")[0] for test in tests})
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     # The SDK's own addopts stay (anthropic's load a plugin of its own); -n after them wins.
     cmd = [
@@ -172,6 +198,7 @@ def run_suite(venv: Path, tree: Path, tests: Sequence[str], mode: str, jobs: int
         "--durations=30",
         "-rN",
         "--continue-on-collection-errors",
+        *(f"--ignore={path}" for path in suite.ignore),
         *tests,
     ]
     _run(cmd, log, cwd=tree, env=env)
@@ -179,7 +206,7 @@ def run_suite(venv: Path, tree: Path, tests: Sequence[str], mode: str, jobs: int
 
 
 def _merged(out: Path) -> dict:
-    merged: dict = {"outcomes": {}, "errors": {}, "failures": {}}
+    merged: dict = {"outcomes": {}, "errors": {}, "failures": {}, "durations": {}}
     for part in sorted(out.parent.glob(f"{out.name}.*.json")):
         found = json.loads(part.read_text())
         for key in merged:
@@ -224,17 +251,80 @@ def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
         )
     for name in designed:
         print(f"  by design (toolcall.outcome on the SDK's own span): {name}")
+    _print_errors(instrumented["errors"])
+    if not names:
+        print(f"  no test ran (see .sdk-suites/logs/{sdk}.log)")
+    return bool(names) and not differ and not errors
+
+
+_NONE: dict = {"outcomes": {}, "errors": {}, "failures": {}, "durations": {}}
+
+
+def not_passed(run: dict) -> list[str]:
+    """The tests of a run that did not pass (failed, error, skipped, xfailed, xpassed, collect-error)."""
+    return sorted(name for name, outcome in run["outcomes"].items() if outcome != "passed")
+
+
+def settle(sdk: str, version: str, first: dict, bare: dict, again: dict) -> bool:
+    """The lane's comparison: ``first`` is the whole suite instrumented; ``bare`` and ``again`` are
+    the tests that did not pass there, re-run bare and instrumented. A test differs when its bare
+    outcome is neither of its two instrumented ones (a difference seen twice); one the second
+    instrumented run settles (a timing test failed under load) is printed, not failed. A test that
+    passed instrumented is not re-run: the README says what that leaves out. True when nothing
+    differs (the package's annotation of the SDK's span aside) and no internal error was counted."""
+    suspects = not_passed(first)
+    differ, designed, unsettled = [], [], []
+    for name in suspects:
+        seen = {first["outcomes"][name], again["outcomes"].get(name)}
+        outcome = bare["outcomes"].get(name)
+        if outcome is None or None in seen:
+            differ.append(name)  # not re-run: its id did not select it, or the session broke
+        elif outcome in seen:
+            if len(seen) > 1:
+                unsettled.append(name)
+        elif all(by_design(name, bare, run) for run in (first, again) if run["outcomes"][name] != "passed"):
+            designed.append(name)
+        else:
+            differ.append(name)
+    tally: dict[str, int] = {}
+    for outcome in first["outcomes"].values():
+        tally[outcome] = tally.get(outcome, 0) + 1
+    errors = {**first["errors"], **{f"{key} (again)": sites for key, sites in again["errors"].items()}}
+    count = sum(sum(sites.values()) for sites in errors.values())
+    print(
+        f"{sdk} {version}: {len(first['outcomes'])} tests instrumented "
+        f"({', '.join(f'{v} {k}' for k, v in sorted(tally.items()))}); {len(suspects)} not passed, "
+        f"re-run bare and instrumented: {len(differ)} differ ({len(designed)} more by design, "
+        f"{len(unsettled)} settled by the re-run); toolcall.internal_errors {count} in "
+        f"{len([key for key in errors if not key.startswith('(')])} tests"
+    )
+    for name in differ:
+        print(
+            f"  differs: {name}: bare {bare['outcomes'].get(name)}, instrumented "
+            f"{first['outcomes'][name]} then {again['outcomes'].get(name)}"
+        )
+    for name in designed:
+        print(f"  by design (toolcall.outcome on the SDK's own span): {name}")
+    for name in unsettled:
+        print(
+            f"  settled by the re-run: {name}: instrumented {first['outcomes'][name]} then "
+            f"{again['outcomes'][name]}, bare {bare['outcomes'][name]}"
+        )
+    _print_errors(errors)
+    if not first["outcomes"]:
+        print(f"  no test ran (see .sdk-suites/logs/{sdk}.log)")
+    return bool(first["outcomes"]) and not differ and not count
+
+
+def _print_errors(errors: dict[str, dict[str, int]]) -> None:
     by_site: dict[str, int] = {}
-    for sites in instrumented["errors"].values():
+    for sites in errors.values():
         for site, count in sites.items():
             by_site[site] = by_site.get(site, 0) + count
     for site, count in sorted(by_site.items()):
         print(f"  internal errors at {site}: {count}")
-    for key in list(instrumented["errors"])[:20]:
-        print(f"  internal errors in {key}: {instrumented['errors'][key]}")
-    if not names:
-        print(f"  no test ran (see .sdk-suites/logs/{sdk}.log)")
-    return bool(names) and not differ and not errors
+    for key in list(errors)[:20]:
+        print(f"  internal errors in {key}: {errors[key]}")
 
 
 def _children_cpu() -> float:
@@ -256,36 +346,84 @@ def main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--source", type=Path, help="an SDK checkout whose tests run instead of the sdist's")
     parser.add_argument("--errors-only", action="store_true", help="the instrumented run alone: its errors")
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        default=bool(os.environ.get("SDK_SUITE_FULL")),
+        help="run the whole suite bare too (twice the time), not only what did not pass instrumented",
+    )
     parser.add_argument("--package", type=Path, default=ROOT, help="the otel_toolcalls source to install")
-    parser.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("SDK_SUITE_JOBS", "2")))
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("SDK_SUITE_JOBS", "0")),
+        help="pytest-xdist workers per suite (default: 2 for one suite, 1 each for several)",
+    )
     args = parser.parse_args(argv)
     unknown = set(args.sdks) - set(SUITES)
     if unknown:
         parser.error(f"no suite for {', '.join(sorted(unknown))}")
-    failed = 0
-    for sdk in args.sdks or list(SUITES):
-        start = time.monotonic()
-        version = args.version or TESTED[sdk][1]
-        (WORK / "logs").mkdir(parents=True, exist_ok=True)
-        log = WORK / "logs" / f"{sdk}{_other(args.package.resolve())}.log"
-        log.write_text("")
-        tree = args.source.resolve() if args.source else sdist(sdk, version, log)
-        venv = venv_for(SUITES[sdk], version, tree, args.package.resolve(), log)
-        tests = args.tests or ["tests/lib", *SUITES[sdk].beside]
-        ran = time.monotonic(), _children_cpu()
-        instrumented = run_suite(venv, tree, tests, "instrumented", args.jobs, log)
-        if args.errors_only:
-            failed += not count_errors(sdk, version, instrumented)
-        else:
-            bare = run_suite(venv, tree, tests, "bare", args.jobs, log)
-            failed += not compare(sdk, version, bare, instrumented)
-        took = time.monotonic() - ran[0]
-        print(
-            f"{sdk} {version}: {time.monotonic() - start:.0f}s in all, the runs {took:.0f}s "
-            f"(cpu {_children_cpu() - ran[1]:.0f}s; log: {log.relative_to(ROOT)})",
-            flush=True,
+    sdks = args.sdks or list(SUITES)
+    if len(sdks) > 1:
+        return side_by_side(sdks, [arg for arg in argv if arg not in SUITES])
+    return lane(sdks[0], args)
+
+
+def side_by_side(sdks: Sequence[str], rest: Sequence[str]) -> int:
+    """Each suite in a process of its own, side by side, with one xdist worker each unless told:
+    each worker collects the whole suite. One worker, not none: the SDKs' CI runs them under xdist,
+    and inline-snapshot (openai's) checks its snapshots only without it."""
+    jobs = [] if any(arg.startswith(("-j", "--jobs")) for arg in rest) else ["-j", "1"]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, __file__, sdk, *rest, *jobs],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
-    return 1 if failed else 0
+        for sdk in sdks
+    ]
+    for run in runs:
+        print(run.communicate()[0], end="", flush=True)
+    return 1 if any(run.returncode for run in runs) else 0
+
+
+def lane(sdk: str, args: argparse.Namespace) -> int:
+    """One SDK's suite: fetched, installed, run and compared; 0 when green."""
+    jobs = args.jobs or 2
+    start = time.monotonic()
+    version = args.version or TESTED[sdk][1]
+    (WORK / "logs").mkdir(parents=True, exist_ok=True)
+    log = WORK / "logs" / f"{sdk}{_other(args.package.resolve())}.log"
+    log.write_text("")
+    tree = args.source.resolve() if args.source else sdist(sdk, version, log)
+    suite = SUITES[sdk]
+    venv = venv_for(suite, version, tree, args.package.resolve(), log)
+    tests = args.tests or ["tests/lib", *suite.beside]
+    ran = time.monotonic(), _children_cpu()
+    instrumented = run_suite(suite, venv, tree, tests, "instrumented", jobs, log)
+    if args.errors_only:
+        green = count_errors(sdk, version, instrumented)
+    elif args.full:
+        green = compare(sdk, version, run_suite(suite, venv, tree, tests, "bare", jobs, log), instrumented)
+    else:
+        suspects = not_passed(instrumented)
+        bare, again = (
+            (
+                run_suite(suite, venv, tree, suspects, "bare", jobs, log, again=True),
+                run_suite(suite, venv, tree, suspects, "instrumented", jobs, log, again=True),
+            )
+            if suspects
+            else (_NONE, _NONE)
+        )
+        green = settle(sdk, version, instrumented, bare, again)
+    print(
+        f"{sdk} {version}: {time.monotonic() - start:.0f}s in all, the runs {time.monotonic() - ran[0]:.0f}s "
+        f"(cpu {_children_cpu() - ran[1]:.0f}s; log: {log.relative_to(ROOT)})",
+        flush=True,
+    )
+    return 0 if green else 1
 
 
 if __name__ == "__main__":
