@@ -6,7 +6,7 @@ SDK) are replayed from a list, bare and through ``wrap_sync`` + the adapter's tr
 ``StreamState`` and SDK tracer/meter providers, interleaved, the minimum of many repetitions kept.
 The difference is what the package adds per chunk: the generator hop, the counters, the translator.
 
-    python benchmarks/hotpath.py [--lengths 50,500,4000,16000] [--reps 15]
+    python benchmarks/hotpath.py [--lengths 50,500,4000,16000] [--reps 15] [--snapshot DIR]
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import streams  # noqa: E402
-
 
 def _chunks(provider: str, length: int) -> list[Any]:
+    # Imported here, not at the top: --snapshot must choose the package before anything imports it.
+    import streams
+
     from otel_toolcalls.testing import FakeProvider
 
     build = streams.openai_script if provider == "openai" else streams.anthropic_script
@@ -123,7 +124,16 @@ def main() -> int:
     )
     parser.add_argument("--lengths", default="50,500,4000,16000")
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument(
+        "--snapshot",
+        help="import otel_toolcalls from this directory (git archive <commit> | tar -x -C DIR), "
+        "not from the development install",
+    )
     args = parser.parse_args()
+    if args.snapshot:
+        import snapshot
+
+        print(f"[hotpath] otel_toolcalls from {snapshot.use(args.snapshot)}", file=sys.stderr)
     result = measure([int(x) for x in args.lengths.split(",")], args.reps)
     print(json.dumps(result))
     return 0

@@ -108,10 +108,11 @@ def _one(
             "--callgrind",
             prefix,
         ]
+        if snapshot:
+            # Not PYTHONPATH: the editable install's finder wins over it (snapshot.py).
+            command += ["--snapshot", snapshot]
         # Fixed hash seed: set and dict iteration orders, hence the instructions, repeat run to run.
         env = {**os.environ, "PYTHONHASHSEED": "0", "OTEL_TOOLCALLS_BENCH_CGSTART": start or ""}
-        if snapshot:
-            env["PYTHONPATH"] = snapshot
         done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env=env)
     if done.returncode != 0:
         print(f"[bench] callgrind {variant}/{provider} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
@@ -180,7 +181,11 @@ def main() -> int:
         action="store_true",
         help="each variant in its venv under .bench-venvs/ (run.py's), not this one",
     )
-    parser.add_argument("--snapshots", help="directories (comma-separated) of otel_toolcalls/ copies")
+    parser.add_argument(
+        "--snapshots",
+        help="directories (comma-separated) each holding an otel_toolcalls/ copy "
+        "(git archive <commit> | tar -x -C DIR)",
+    )
     args = parser.parse_args()
     workloads = args.workloads.split(",")
     plan = {w: args.turns for w in workloads}

@@ -246,7 +246,13 @@ def main() -> int:
         help="run under callgrind with this --callgrind-out-file prefix: instructions per stream, "
         "the plan's repetitions being the streams counted per dump",
     )
+    parser.add_argument("--snapshot", help="import otel_toolcalls from this copy (snapshot.py)")
     args = parser.parse_args()
+    if args.snapshot:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import snapshot
+
+        snapshot.use(args.snapshot)
     urls: dict[str, str] = json.loads(args.urls)
     plan: dict[str, int] = json.loads(args.plan)
     if args.provider == "anthropic":

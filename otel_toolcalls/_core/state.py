@@ -255,8 +255,10 @@ class StreamState:
         """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
         if not text:
             return
-        call = self.open.get(key)
-        if call is None:
+        try:
+            # A subscript, not .get(): no method call on the path of every fragment.
+            call = self.open[key]
+        except KeyError:
             _log.debug("argument fragment for a block that never started: %r", key)
             return
         call.deltas += 1

@@ -14,7 +14,7 @@ import asyncio
 import atexit
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal, TypeVar
 
 from . import process
@@ -27,27 +27,13 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _handler(state: StreamState, translate: Translator) -> Callable[[Any], None]:
-    """What the wrapper does with each chunk before yielding it: the early chunks' clock reads
-    (the first for time-to-first-chunk, number ``buffered_probe`` once more for the buffered-stream
-    check; no other chunk reads the clock), then the translator, its failure reported, not raised."""
-    probe = state.buffered_probe
-    count = 0
-
-    def handle(chunk: Any) -> None:
-        nonlocal count
-        try:
-            if count < probe:
-                count += 1
-                if count == 1:
-                    state.first_chunk()
-                if count == probe:
-                    state.nth_chunk()
-            translate(state, chunk)
-        except Exception as exc:
-            report(site_of(translate), exc)
-
-    return handle
+def _probe(state: StreamState, count: int) -> None:
+    """The early chunks' clock reads: chunk 1 for time-to-first-chunk, number ``buffered_probe``
+    once more for the buffered-stream check; no other chunk reads the clock."""
+    if count == 1:
+        state.first_chunk()
+    if count == state.buffered_probe:
+        state.nth_chunk()
 
 
 class _Ending:
@@ -70,19 +56,35 @@ class _Ending:
         return False  # what ended the iteration goes on to the caller untouched
 
 
+# Each chunk is handled in the generator's own body, not in a shared helper: a call per chunk is
+# a large part of the package's per-chunk cost. What processing raises is reported, not raised.
+
+
 def wrap_sync(inner: Iterator[T], state: StreamState, translate: Translator) -> Iterator[T]:
-    handle = _handler(state, translate)
+    count, probe = 0, state.buffered_probe
     with _Ending(state):
         for chunk in inner:
-            handle(chunk)
+            try:
+                if count < probe:
+                    count += 1
+                    _probe(state, count)
+                translate(state, chunk)
+            except Exception as exc:
+                report(site_of(translate), exc)
             yield chunk
 
 
 async def wrap_async(inner: AsyncIterator[T], state: StreamState, translate: Translator) -> AsyncIterator[T]:
-    handle = _handler(state, translate)
+    count, probe = 0, state.buffered_probe
     with _Ending(state):
         async for chunk in inner:
-            handle(chunk)
+            try:
+                if count < probe:
+                    count += 1
+                    _probe(state, count)
+                translate(state, chunk)
+            except Exception as exc:
+                report(site_of(translate), exc)
             yield chunk
 
 

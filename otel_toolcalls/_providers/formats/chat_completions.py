@@ -73,17 +73,15 @@ def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: Index
         index = tool_call.index if index_of is None else index_of(tool_call, position)
         key = index if choice == 0 else (choice, index)
         function = tool_call.function
-        name = function.name if function is not None else None
-        # Only a delta that names a tool starts a call (continuations may carry "id": "", or
-        # another id: Poolside); on an open index it must also be another call (_new_call).
-        if not state.is_open(key) or (name and _new_call(state, key, tool_call.id, function)):
-            # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
-            if not name:
-                _log.debug("tool-call delta without a name for an index that never started: %r", key)
-                continue
-            state.block_started(key, name=name, call_id=_call_id(tool_call.id), index=index, choice=choice)
         if function is None:
             continue
+        # Only a delta that names a tool starts a call (continuations may carry "id": "", or
+        # another id: Poolside); on an open index it must also be another call (_new_call). A
+        # delta without a name goes to fragment(), which counts it only into an open call.
+        name = function.name
+        if name and (not state.is_open(key) or _new_call(state, key, tool_call.id, function)):
+            # {"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}
+            state.block_started(key, name=name, call_id=_call_id(tool_call.id), index=index, choice=choice)
         arguments = function.arguments
         if arguments is None or type(arguments) is str:
             # {"index":0,"function":{"arguments":"{\"loc"}}
