@@ -16,6 +16,8 @@ from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls._core import process
 from otel_toolcalls.testing import FakeProvider
 
+import markers
+
 # The agent frameworks' tests run in their own venv (make frameworks): the frameworks pin
 # dependencies that conflict with the main venv's SDKs. Where a framework is not installed its
 # module is not collected at all (not skipped): the main suite neither imports nor counts it.
@@ -39,6 +41,8 @@ def _installed(module: str) -> bool:
 # SDKs that pin dependencies below the main venv's, tested in a version lane of their own
 # (tests/versions/run.py): their modules are likewise collected only where the SDK is installed.
 _LANE_SDK_OF = {"test_bedrock_async.py": "aiobotocore"}
+
+_WHICH_GUARD = pytest.StashKey[markers.WhichGuard]()
 
 collect_ignore = [
     path for path, module in {**_FRAMEWORK_OF, **_LANE_SDK_OF}.items() if not _installed(module)
@@ -149,3 +153,30 @@ def fake(shared_provider: FakeProvider) -> Iterator[FakeProvider]:
     shared_provider.reset()
     yield shared_provider
     shared_provider.reset()  # a failed test must not leave its script to the next one
+
+
+# The `e2e` and `timing` markers, applied from one list (tests/markers.py); they only select.
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    markers.apply(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_WHICH_GUARD] = markers.install_guard()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard = config.stash.get(_WHICH_GUARD, None)
+    if guard is not None:
+        markers.remove_guard(guard)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    guard = item.config.stash.get(_WHICH_GUARD, None)
+    if guard is not None:
+        guard.current = item
+    try:
+        return (yield)
+    finally:
+        if guard is not None:
+            guard.current = None
