@@ -5,6 +5,7 @@ import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
+import markers
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -15,8 +16,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls._core import process
 from otel_toolcalls.testing import FakeProvider
-
-import markers
 
 # The agent frameworks' tests run in their own venv (make frameworks): the frameworks pin
 # dependencies that conflict with the main venv's SDKs. Where a framework is not installed its

@@ -45,13 +45,14 @@ def test_every_listed_file_and_test_exists() -> None:
         rel, _, name = entry.partition("::")
         assert rel in files, entry
         if name:
-            assert re.search(rf"^(async )?def {name}\(", (markers.TESTS / rel).read_text(), re.MULTILINE), entry
+            text = (markers.TESTS / rel).read_text()
+            assert re.search(rf"^(async )?def {name}\(", text, re.MULTILINE), entry
 
 
 def test_an_unmarked_test_may_not_look_up_an_e2e_program(request: pytest.FixtureRequest) -> None:
     guard: Any = shutil.which
     assert isinstance(guard, markers.WhichGuard) and guard.current is request.node
-    assert request.node.get_closest_marker("e2e") is None
+    assert guard.current.get_closest_marker("e2e") is None
     for program in sorted(markers.E2E_PROGRAMS):
         with pytest.raises(AssertionError, match="not marked e2e"):
             shutil.which(program)
