@@ -225,5 +225,5 @@ jaeger-stop:
 # `-m "not e2e and not timing"` drops the load-sensitive ones too.
 .PHONY: check
 CHECK_MARK ?= not e2e
-check: lint typecheck
+check: $(VENV)/.stamp-test lint typecheck
 	$(PY) -m pytest -q -p no:cacheprovider -m "$(CHECK_MARK)"
