@@ -220,3 +220,11 @@ jaeger: $(VENV)/.stamp-demo pipeline-bins
 
 jaeger-stop:
 	@$(PYTHON) examples/viewer/jaeger.py down
+
+# ---- The fast inner loop (issue 33): lint, typecheck and the main suite without the `e2e` tests
+# (tests/markers.py): no apt, no browser, no Go, no venv but the main one.
+# `-m "not e2e and not timing"` drops the load-sensitive ones too.
+.PHONY: check
+CHECK_MARK ?= not e2e
+check: $(VENV)/.stamp-test lint typecheck
+	$(PY) -m pytest -q -p no:cacheprovider -m "$(CHECK_MARK)"

@@ -5,6 +5,7 @@ import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
+import markers
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -39,6 +40,8 @@ def _installed(module: str) -> bool:
 # SDKs that pin dependencies below the main venv's, tested in a version lane of their own
 # (tests/versions/run.py): their modules are likewise collected only where the SDK is installed.
 _LANE_SDK_OF = {"test_bedrock_async.py": "aiobotocore"}
+
+_WHICH_GUARD = pytest.StashKey[markers.WhichGuard]()
 
 collect_ignore = [
     path for path, module in {**_FRAMEWORK_OF, **_LANE_SDK_OF}.items() if not _installed(module)
@@ -149,3 +152,30 @@ def fake(shared_provider: FakeProvider) -> Iterator[FakeProvider]:
     shared_provider.reset()
     yield shared_provider
     shared_provider.reset()  # a failed test must not leave its script to the next one
+
+
+# The `e2e` and `timing` markers, applied from one list (tests/markers.py); they only select.
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    markers.apply(items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_WHICH_GUARD] = markers.install_guard()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    guard = config.stash.get(_WHICH_GUARD, None)
+    if guard is not None:
+        markers.remove_guard(guard)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    guard = item.config.stash.get(_WHICH_GUARD, None)
+    if guard is not None:
+        guard.current = item
+    try:
+        return (yield)
+    finally:
+        if guard is not None:
+            guard.current = None
