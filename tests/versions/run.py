@@ -173,6 +173,11 @@ PEER_LANES = [
                                         "opentelemetry-instrumentation-genai-openai": "1.3b0",
                                         "smolagents[openai]": "1.26.0"},
          [OFFICIAL_EXECUTIONS], extra=["openai", "opentelemetry-distro"], peer="otel-genai-smolagents"),
+    Lane("peer-otel-genai-smolagents-floor", {"opentelemetry-instrumentation-genai-smolagents": "1.2b0",
+                                              "opentelemetry-instrumentation-genai-openai": "1.3b0",
+                                              "smolagents[openai]": "1.24.0"},
+         [OFFICIAL_EXECUTIONS], extra=["openai", "opentelemetry-distro"], peer="otel-genai-smolagents",
+         why="smolagents' floor, which is also genai-smolagents' (smolagents >= 1.24.0)"),
     Lane("peer-langfuse", {"langfuse": "5.2.0"}, PEER_TESTS, extra=["openai"], peer="langfuse"),
     # OpenInference's framework instrumentations, through the framework's OpenAI model.
     Lane("peer-openinference-langchain", {"openinference-instrumentation-langchain": "0.1.80",
