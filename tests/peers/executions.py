@@ -6,7 +6,7 @@ instrumentor's ``instrument()`` called with no arguments, in the order the mode 
 
     python tests/peers/executions.py FRAMEWORK MODE    # prints one JSON line
 
-FRAMEWORK: langchain, llama-index, openai-agents. MODE: peer (theirs alone), ours (the package
+FRAMEWORK: langchain, llama-index, openai-agents, smolagents. MODE: peer (theirs alone), ours (the package
 alone), ours-first, peer-first; auto: run under ``opentelemetry-instrument``, which instrumented
 everything before this module ran (its span processor is added to the provider it set).
 ``OTEL_TOOLCALLS_STRICT=true`` in the environment: strict mode.
@@ -38,6 +38,7 @@ WHOLE = ToolCall(name="get_weather", id="call_weather_1", arguments='{"location"
 # The token limit ends the stream inside the string value: each framework still parses a call out
 # of it and runs the tool (unless strict).
 PARTIAL = ToolCall(name="get_weather", id="call_weather_2", arguments='{"location": "Zürich, Sch')
+FINAL = ToolCall(name="final_answer", id="call_final_1", arguments='{"answer": "Sunny."}')
 
 # framework -> the official instrumentations opentelemetry-instrument loads beside it (entry point
 # names): the framework's and the openai SDK's, which its model streams through.
@@ -45,6 +46,7 @@ THEIRS = {
     "langchain": ["langchain", "openai"],
     "llama-index": ["llama_index", "openai"],
     "openai-agents": ["openai_agents", "openai"],
+    "smolagents": ["smolagents", "openai"],
 }
 OURS = "toolcalls"
 
@@ -84,15 +86,17 @@ def set_up(framework: str, mode: str) -> None:
     _instrument(order[mode])
 
 
-def _answer() -> Any:
+def _answer(framework: str) -> Any:
+    if framework == "smolagents":  # a ToolCallingAgent answers through its final_answer tool
+        return tool_call_script([FINAL])
     return script_for(events_for([], text="Sunny.", finish_reason="stop"))
 
 
-def _turn(fake: FakeProvider, reply: str) -> None:
+def _turn(fake: FakeProvider, framework: str, reply: str) -> None:
     if reply == "whole":
-        fake.enqueue(tool_call_script([WHOLE]), _answer())
+        fake.enqueue(tool_call_script([WHOLE]), _answer(framework))
     else:
-        fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"), _answer())
+        fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"), _answer(framework))
 
 
 # -- each framework's agent loop, as its documentation shows it ----------------------------------
@@ -148,10 +152,44 @@ def _openai_agents(fake: FakeProvider, asynchronous: bool) -> Any:
     return asyncio.run(run())
 
 
+# The errors smolagents recorded in the run's steps (a tool's error is the model's, not the caller's).
+STEP_ERRORS: list[list[str]] = []
+
+
+def _smolagents(fake: FakeProvider, asynchronous: bool) -> Any:
+    from smolagents import OpenAIServerModel, Tool, ToolCallingAgent
+    from smolagents.monitoring import LogLevel
+
+    class Weather(Tool):
+        name = "get_weather"
+        description = "Current weather for a location."
+        inputs = {"location": {"type": "string", "description": "The place to look up."}}
+        output_type = "string"
+
+        def forward(self, location: str) -> str:
+            return get_weather(location)
+
+    model = OpenAIServerModel(
+        model_id="gpt-4o-mini",
+        api_base=fake.base_url + "/v1",
+        api_key="sk-fake",
+        client_kwargs={"max_retries": 0},
+    )
+    agent = ToolCallingAgent(
+        tools=[Weather()], model=model, stream_outputs=True, max_steps=3, verbosity_level=LogLevel.OFF
+    )
+    try:
+        return agent.run("Weather in Zürich?")
+    finally:
+        steps = agent.memory.steps
+        STEP_ERRORS.extend(_raised(s.error) for s in steps if getattr(s, "error", None) is not None)
+
+
 LOOPS: dict[str, Callable[[FakeProvider, bool], Any]] = {
     "langchain": _langchain,
     "llama-index": _llama_index,
     "openai-agents": _openai_agents,
+    "smolagents": _smolagents,
 }
 # name -> (the model's first reply, async); every framework's loop runs async inside (llama-index,
 # openai-agents): only LangChain has both.
@@ -159,6 +197,7 @@ RUNS = {
     "langchain": {"whole": ("whole", False), "whole-async": ("whole", True), "truncated": ("partial", False)},
     "llama-index": {"whole": ("whole", True), "truncated": ("partial", True)},
     "openai-agents": {"whole": ("whole", True), "truncated": ("partial", True)},
+    "smolagents": {"whole": ("whole", False), "truncated": ("partial", False)},
 }
 
 
@@ -190,17 +229,20 @@ def main(framework: str, mode: str) -> None:
     out = {}
     with FakeProvider() as fake:
         for name, (reply, asynchronous) in RUNS[framework].items():
-            _turn(fake, reply)
+            _turn(fake, framework, reply)
             EXPORTER.clear()
             RAN.clear()
+            STEP_ERRORS.clear()
             try:
                 result: Any = {"answer": LOOPS[framework](fake, asynchronous)}
             except Exception as exc:
                 result = {"raised": _raised(exc)}
             fake.reset()
             spans = [span_record(s) for s in EXPORTER.get_finished_spans()]
-            out[name] = {**result, "ran": RAN[:], "spans": spans}
-    print(json.dumps({"runs": out, "strict": os.environ.get("OTEL_TOOLCALLS_STRICT", "")}, default=str))
+            out[name] = {**result, "ran": RAN[:], "step_errors": STEP_ERRORS[:], "spans": spans}
+    # A leading newline: a framework may leave its own output unterminated on stdout.
+    strict = os.environ.get("OTEL_TOOLCALLS_STRICT", "")
+    print("\n" + json.dumps({"runs": out, "strict": strict}, default=str))
 
 
 if __name__ == "__main__":
