@@ -69,7 +69,7 @@ CLASSIFIED: dict[str, str | None] = {}
 COUNTS_BY_METER: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 # _wiring.imports: the waits for SDKs not imported yet, their top-level packages (-> how many waits)
-# and the modules of those packages executing now (-> how many times). Neither: they are the
+# and those packages' modules executing now (package -> how many). Neither: they are the
 # instrumentor's, which cancels its waits at uninstrument().
 IMPORT_WAITS: list[Any] = []
 IMPORT_FAMILIES: dict[str, int] = {}

@@ -20,7 +20,7 @@ _log = logging.getLogger(__name__)
 # The tables are process's (under process.LOCKS.imports, a new lock in a forked child).
 # Top-level package name -> the number of waits interested in it.
 _families: dict[str, int] = process.IMPORT_FAMILIES
-# Names of the modules, of those families, whose code is executing now (per name: how many times).
+# Family -> how many of its modules' code is executing now (nested imports count each).
 _running: dict[str, int] = process.IMPORT_RUNNING
 _waits: list[Wait] = process.IMPORT_WAITS
 _finder: _Finder | None = None
@@ -43,7 +43,7 @@ class Wait:
         # Caller holds process.LOCKS.imports. A patched module finishing is not yet safe:
         # openai._streaming finishes while openai/__init__.py still runs, and the adapter imports
         # more of the SDK, maybe a module still half-run. So no module of the family may be running.
-        if any(_family(name) in self.families for name in _running):
+        if any(family in _running for family in self.families):
             return False
         return any(m in sys.modules for m in self.modules)
 
@@ -87,9 +87,13 @@ def _install() -> None:
         sys.meta_path.insert(0, _finder)
 
 
-def _run_ready() -> None:
+def _run_ready(family: str) -> None:
+    # Only the end of a family's outermost running module can make its waits ready: the lazy
+    # import of openai's 900 resource modules otherwise checked every wait after each (~0.5 s).
     with process.LOCKS.imports:
-        due = [wait for wait in _waits if wait.ready()]
+        if family in _running:
+            return
+        due = [wait for wait in _waits if family in wait.families and wait.ready()]
         for wait in due:
             _forget(wait)
     for wait in due:
@@ -155,14 +159,14 @@ class _Loader(ObjectProxy):  # type: ignore[misc]
         spec = getattr(module, "__spec__", None)
         if spec is not None and spec.loader is self:
             spec.loader = real
-        name = module.__name__
+        family = _family(module.__name__)
         with process.LOCKS.imports:
-            _running[name] = _running.get(name, 0) + 1
+            _running[family] = _running.get(family, 0) + 1
         try:
             real.exec_module(module)
         finally:
             with process.LOCKS.imports:
-                _running[name] -= 1
-                if not _running[name]:
-                    del _running[name]
-        _run_ready()
+                _running[family] -= 1
+                if not _running[family]:
+                    del _running[family]
+        _run_ready(family)
