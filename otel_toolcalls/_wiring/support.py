@@ -13,7 +13,7 @@ from __future__ import annotations
 # choke point (``Requires.earlier``), and the oldest, covering at least the last twelve months'
 # releases, or since the tool-execution design the adapter can hook began, where that is later.
 TESTED: dict[str, tuple[str, str]] = {
-    "openai": ("1.40.0", "3.57.0"),
+    "openai": ("1.40.0", "3.60.0"),
     "anthropic": ("0.43.0", "2.16.0"),
     "groq": ("0.11.0", "1.7.0"),
     "boto3": ("1.34.116", "1.44.8"),
@@ -81,8 +81,8 @@ TESTED: dict[str, tuple[str, str]] = {
 # (doctor shows it on the adapter's row). openai's Realtime client: client.beta.realtime from 1.58,
 # client.realtime (GA) from 1.103; the lanes openai-realtime-beta / -ga run the oldest of each.
 SURFACES: dict[str, tuple[str, str]] = {
-    "openai_realtime": ("1.58.0", "3.57.0"),
+    "openai_realtime": ("1.58.0", "3.60.0"),
     # client.responses.connect(): the Responses API's WebSocket transport, from 2.22.
-    "openai_responses_ws": ("2.22.0", "3.57.0"),
+    "openai_responses_ws": ("2.22.0", "3.60.0"),
 }
 
