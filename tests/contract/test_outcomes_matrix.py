@@ -167,7 +167,7 @@ def check(
     error_type: str | None = None,
     finish: str = "error",
 ) -> list[ReadableSpan]:
-    """One span per call, in order: outcome, reason, error.type, status (tests/outcomes.py),
+    """One span per call, in order: outcome, reason, error.type, status (tests/helpers/outcomes.py),
     deltas and size of exactly the fragments the SDK yielded, ids, the inference span as parent
     and its own outcome, and toolcall.calls points that count the same spans."""
     spans = sorted(telemetry.tool_spans(), key=lambda s: s.attributes[n.TOOLCALL_INDEX])

@@ -20,7 +20,7 @@ import yaml
 
 from otel_toolcalls._core import names as N
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CC = ROOT / "collector-config"
 RULES = CC / "prometheus" / "rules"
 DOCS = ROOT / "docs" / "observability.md"

@@ -1,6 +1,6 @@
 """Traces end to end over OTLP: what the package exports, as a collector receives it.
 
-An in-process OTLP/HTTP receiver (tests/otlp_receiver.py, on 127.0.0.1) decodes the
+An in-process OTLP/HTTP receiver (tests/helpers/otlp_receiver.py, on 127.0.0.1) decodes the
 ``ExportTraceServiceRequest`` protobufs that the standard ``OTLPSpanExporter`` (http/protobuf)
 sends. The app streams tool calls through the real ``openai`` SDK from the package's fake provider
 and executes them with ``execute_tool``. The test reads the tool-call spans, their attributes, their

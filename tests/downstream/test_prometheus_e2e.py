@@ -40,7 +40,7 @@ from otel_toolcalls._core.telemetry import REGISTRY
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing.openai_chat import ToolCall, events_for, request, script_for, tool_call_script
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "collector-config" / "prometheus" / "rules" / "toolcalls.rules.yaml"
 FOR = "3s"
 WINDOW = "10s"

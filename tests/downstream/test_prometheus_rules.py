@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROM = ROOT / "collector-config" / "prometheus"
 RULE_FILES = sorted((PROM / "rules").glob("*.rules.yaml"))
 TEST_FILES = sorted((PROM / "tests").glob("*.test.yaml"))

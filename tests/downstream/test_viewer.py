@@ -26,7 +26,7 @@ import pytest
 
 from examples.viewer import control
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VIEW = ROOT / "examples" / "viewer" / "view.py"
 SHOTS = ROOT / "examples" / "viewer" / "shots.py"
 PROJECT = "otel-toolcalls-demo"

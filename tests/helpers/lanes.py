@@ -13,7 +13,7 @@ from typing import Any
 
 from otel_toolcalls._wiring.adapters import adapter_names, load
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # venv -> its requirements file: each framework at its newest, at the last release of its previous
 # tool-execution design, and at the oldest it covers (otel_toolcalls/_wiring/support.py says which).
 FRAMEWORK_LANES = {
@@ -33,7 +33,7 @@ FRAMEWORK_ADAPTERS = ("autogen", "crewai", "google_adk", "llama_index", "smolage
 VERSION_LANE_ADAPTERS = {"aiobotocore": ("aiobotocore", "aiobotocore-floor")}
 # Version lanes that are framework lanes: the main venv's frameworks at a release between their
 # floor and newest, each lane's lane-aware tests run for these adapters (tests/versions/run.py pins
-# their distributions and runs those tests there; tests/test_import_order.py checks it).
+# their distributions and runs those tests there; tests/wiring/test_import_order.py checks it).
 VERSION_FRAMEWORK_LANES = {"main-frameworks-mid": ("langchain", "mcp", "openai_agents", "pydantic_ai")}
 
 

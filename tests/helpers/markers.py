@@ -5,7 +5,7 @@ prometheus-alertmanager, redis-server, chromium; the viewer venv; the Go-built b
 .pipeline/bin; a peer lane's venv). `timing`: asserts on wall-clock gaps that load can stretch.
 Markers only select (`make check` runs `-m "not e2e"`); nothing is skipped because of them.
 tests/conftest.py applies them at collection; `guard_which` fails a test that is not marked e2e
-yet looks up one of the programs, and tests/test_markers.py fails on a test file that names one.
+yet looks up one of the programs, and tests/repo/test_markers.py fails on a test file that names one.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 # Paths relative to tests/.
 E2E_FILES = {
-    "test_prometheus_rules.py": "promtool (Debian's prometheus)",
-    "test_prometheus_e2e.py": "prometheus (Debian's prometheus)",
-    "test_collector_validate.py": "the Go-built jaeger and otelcol-agent under .pipeline/bin",
-    "test_pipeline.py": ".pipeline/bin, prometheus, prometheus-alertmanager",
-    "test_remote_celery.py": "redis-server",
-    "test_viewer.py": "the viewer venv (.venv-viewer) and chromium",
+    "downstream/test_prometheus_rules.py": "promtool (Debian's prometheus)",
+    "downstream/test_prometheus_e2e.py": "prometheus (Debian's prometheus)",
+    "downstream/test_collector_validate.py": "the Go-built jaeger and otelcol-agent under .pipeline/bin",
+    "downstream/test_pipeline.py": ".pipeline/bin, prometheus, prometheus-alertmanager",
+    "linking/test_remote_celery.py": "redis-server",
+    "downstream/test_viewer.py": "the viewer venv (.venv-viewer) and chromium",
     "peers/test_peers.py": "a peer lane's venv (tests/versions/run.py peer-*)",
     "peers/test_official_executions.py": "a peer-otel-genai lane's venv",
 }
@@ -34,9 +34,9 @@ E2E_FILES = {
 # "file" for a whole module, "file::test" for one test (every parametrization of it).
 TIMING = {
     # The buffered-stream flag is a window between chunk arrivals at the consumer.
-    "test_buffered_streams.py": "chunk gaps against the buffered window",
+    "core/test_buffered_streams.py": "chunk gaps against the buffered window",
     # The span must end at the block stop, >= 50 ms before the stop reason is read.
-    "test_bedrock.py::test_max_tokens_truncates_the_last_block_ended_at_its_stop": "30-50 ms gap",
+    "providers/test_bedrock.py::test_max_tokens_truncates_the_last_block_ended_at_its_stop": "30-50 ms gap",
 }
 
 # The programs only an e2e test may look up (shutil.which).
@@ -72,7 +72,7 @@ class WhichGuard:
         item = self.current
         program = Path(str(cmd)).name
         if item is not None and program in E2E_PROGRAMS and item.get_closest_marker("e2e") is None:
-            raise AssertionError(f"{item.nodeid} looks up {program}, not marked e2e (tests/markers.py)")
+            raise AssertionError(f"{item.nodeid} looks up {program}, not marked e2e (markers.py)")
         return self.which(cmd, *args, **kwargs)
 
 

@@ -1,5 +1,5 @@
 """An OTLP/HTTP traces receiver on 127.0.0.1 for the tests that read what the standard exporter
-sends (tests/test_otlp_e2e.py, the remote-tool tests): it keeps every decoded
+sends (tests/downstream/test_otlp_e2e.py, the remote-tool tests): it keeps every decoded
 ``ExportTraceServiceRequest``."""
 
 from __future__ import annotations

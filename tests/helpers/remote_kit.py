@@ -1,5 +1,5 @@
 """What the remote-tool tests share: each side a real process under ``opentelemetry-instrument``,
-exporting over OTLP to the test's receiver (tests/otlp_receiver.py), and the spans read back.
+exporting over OTLP to the test's receiver (tests/helpers/otlp_receiver.py), and the spans read back.
 
 Nothing waits a fixed time: a process's readiness is a line it prints, the spans are polled for
 with a deadline.
@@ -23,7 +23,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otlp_receiver import Receiver, attributes, running
 
-REMOTE = Path(__file__).resolve().parent / "remote_apps"
+REMOTE = Path(__file__).resolve().parents[1] / "remote_apps"
 VENV_BIN = Path(sys.executable).parent
 ON = "tracecontext,baggage,toolcalls"
 OFF = "tracecontext,baggage"

@@ -25,7 +25,7 @@ pytest.importorskip("uvicorn")
 
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 
-HERE = Path(__file__).parent / "remote_apps"
+HERE = Path(__file__).parents[1] / "remote_apps"
 PROPAGATING = "tracecontext,baggage,toolcalls"
 DEADLINE = 60.0
 MALFORMED = ["garbage", "unknown-outcome", "zero-trace-id", "oversized", "long-id", "number", "list",

@@ -41,7 +41,7 @@ genai = pytest.importorskip("google.genai")
 from google.genai import types  # noqa: E402
 
 LOOKUP = FunctionCall("lookup", {"q": "straße", "n": 12345}, "fc_lookup_2")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 ASKED = Await("client_content")
 ANSWERED = Await("tool_response")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
-# `_core/state.py`, `_providers/formats/`, `tests/test_x.py::test_y`, `otel_toolcalls/package.py`;
+# `_core/state.py`, `_providers/formats/`, `tests/core/test_x.py::test_y`, `otel_toolcalls/package.py`;
 # templates (`<sdk>`) and globs (`*`) are no pointers.
 POINTER = re.compile(r"`((?:otel_toolcalls/|tests/|_[a-z]+/|testing/)[^`<>*\s]*)`")
 
@@ -35,7 +35,7 @@ def test_every_pointer_of_the_architecture_doc_exists() -> None:
 
 def test_the_check_sees_a_stale_pointer() -> None:
     assert not _exists("_core/inference_metrics.py")
-    assert not _exists("tests/test_import_graph.py::test_no_such_test")
+    assert not _exists("tests/repo/test_import_graph.py::test_no_such_test")
     assert _exists("_core/metrics.py") and _exists(
-        "tests/test_import_graph.py::test_the_core_names_no_provider"
+        "tests/repo/test_import_graph.py::test_the_core_names_no_provider"
     )

@@ -1,5 +1,5 @@
 """The `e2e` list cannot rot: a test file naming a program or venv outside the main venv must be in
-tests/markers.py's E2E_FILES, every listed file and test exists, and the shutil.which guard refuses
+tests/helpers/markers.py's E2E_FILES, every listed file and test exists, and the shutil.which guard refuses
 an unmarked test's lookup of an e2e program."""
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ def test_every_file_reaching_outside_the_venv_is_marked_e2e() -> None:
     reaching = {
         rel: sorted({m.group(0) for m in EXTERNAL.finditer(text) if not LOCAL.match(m.group(0))})
         for rel in _test_files()
-        if rel != "test_markers.py"
+        if rel != "repo/test_markers.py"
         for text in [(markers.TESTS / rel).read_text()]
     }
     unmarked = {rel: found for rel, found in reaching.items() if found and rel not in markers.E2E_FILES}
-    assert unmarked == {}, "add these to E2E_FILES in tests/markers.py"
+    assert unmarked == {}, "add these to E2E_FILES in tests/helpers/markers.py"
     # The scan sees each listed file's reason too: a listed file that reaches nothing is stale.
     assert {rel for rel, found in reaching.items() if found} == set(markers.E2E_FILES)
 

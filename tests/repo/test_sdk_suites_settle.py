@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 _SPEC = importlib.util.spec_from_file_location(
-    "sdk_suites_run", Path(__file__).parent / "sdk_suites" / "run.py"
+    "sdk_suites_run", Path(__file__).parents[1] / "sdk_suites" / "run.py"
 )
 assert _SPEC is not None and _SPEC.loader is not None
 run = importlib.util.module_from_spec(_SPEC)

@@ -13,7 +13,7 @@ from packaging.version import Version
 
 from otel_toolcalls._wiring.support import SURFACES, TESTED
 
-RUN = Path(__file__).parent / "versions" / "run.py"
+RUN = Path(__file__).parents[1] / "versions" / "run.py"
 # distribution -> the requirements files of the framework lanes that run it
 FRAMEWORKS = {requires(a).sdk: [path for _, path in lanes] for a, lanes in FRAMEWORK_VENVS.items()}
 
@@ -80,7 +80,7 @@ def test_a_surface_range_starts_at_the_oldest_lane_running_its_tests() -> None:
     lane = _lane_module()
     for adapter, (oldest, newest) in SURFACES.items():
         sdk = requires(adapter).sdk
-        tests = f"tests/test_{adapter}.py"
+        tests = f"tests/providers/test_{adapter}.py"
         versions = [
             Version(spec.split("==")[1])
             for each in lane.LANES

@@ -3,7 +3,7 @@ settings and their sources, providers, and secrets that must never be printed.
 
 The two subprocesses (the console script under opentelemetry-instrument; ``python -m`` with a
 target deleted) run at once; the other tests call the report in process. In a framework venv
-(``make frameworks``) the deleted targets are its frameworks' (``tests/lanes.py``).
+(``make frameworks``) the deleted targets are its frameworks' (``tests/helpers/lanes.py``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from otel_toolcalls.testing.kit import ALL_FAULTS, call, cut_mid_arguments, each
 
 pytest_plugins = ("pytester",)
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ARGS = {"city": "Zürich", "days": 14, "note": "naïve ☀️"}
 
 

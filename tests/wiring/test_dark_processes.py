@@ -31,7 +31,7 @@ def _installed(requirement: str) -> bool:
 
 
 ALONE = [Requirement(each).name for each in instruments_any() if _installed(each)]
-APPS = Path(__file__).resolve().parent / "apps"
+APPS = Path(__file__).resolve().parents[1] / "apps"
 VENV_BIN = Path(sys.executable).parent
 CUT = "call_cut"
 # A carried aborted call, as an agent's toolcalls propagator sends it in _meta.

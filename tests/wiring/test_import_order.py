@@ -5,7 +5,7 @@ call streamed from the fake provider) as users run it: ``opentelemetry-instrumen
 (instrument() first, the SDK imported by the app) and through ``_before.py`` (the SDK first). The
 runs are subprocesses started together, a few at a time; each test reads its own.
 
-Each venv runs the apps of its lane (``tests/lanes.py``): the main venv every app whose SDK it has
+Each venv runs the apps of its lane (``tests/helpers/lanes.py``): the main venv every app whose SDK it has
 (all but the agent frameworks'), each framework venv of ``make frameworks`` its frameworks' apps.
 
 The other tests drive ``_imports`` in process with small packages written to ``tmp_path``.
@@ -44,7 +44,7 @@ from lanes import (
 from otel_toolcalls._wiring import imports as _imports
 from otel_toolcalls._wiring.adapters import adapter_names, load
 
-APPS = Path(__file__).resolve().parent / "apps"
+APPS = Path(__file__).resolve().parents[1] / "apps"
 VENV_BIN = Path(sys.executable).parent
 VARIANTS = ("sdk_after_instrument", "sdk_before_instrument")
 # adapter -> (the span it is responsible for: the tool-call span or the tool's execution span, the
@@ -84,7 +84,7 @@ LANES_OF = [(a, venv, path) for a, lanes in sorted(FRAMEWORK_VENVS.items()) for 
 # The apps this venv runs.
 MATRIX = [adapter for adapter in sorted(ADAPTERS) if adapter in HERE]
 # This module's case a version lane runs for the apps of the SDKs it holds.
-SPAN_CASE = "tests/test_import_order.py::test_the_span_comes_out"
+SPAN_CASE = "tests/wiring/test_import_order.py::test_the_span_comes_out"
 # The SDK-first variant runs every app in one process (tests/apps/_before.py).
 ALL = "all"
 
@@ -179,18 +179,19 @@ def test_version_lane_apps_run_in_their_lanes(adapter: str) -> None:
     assert "opentelemetry-distro" in [x for each in lane.LANES if each.name in runs for x in each.extra]
 
 
-LANE_AWARE = ["tests/test_import_order.py", "tests/test_missing_targets.py", "tests/test_doctor.py"]
+LANE_AWARE = ["tests/wiring/test_import_order.py", "tests/wiring/test_missing_targets.py",
+              "tests/tooling/test_doctor.py"]
 
 
 @pytest.mark.parametrize("name", sorted(VERSION_FRAMEWORK_LANES))
 def test_version_framework_lanes_pin_their_frameworks_and_run_the_lane_aware_tests(name: str) -> None:
-    """A version lane named a framework lane (tests/lanes.py) pins each of its adapters' distributions
+    """A version lane named a framework lane (tests/helpers/lanes.py) pins each of its adapters' distributions
     and runs their tests and the lane-aware ones, with opentelemetry-instrument."""
     (lane,) = [each for each in _version_lanes().LANES if each.name == name]
     pinned = {spec.split("[", 1)[0].lower() for spec in lane.pins}
     for adapter in VERSION_FRAMEWORK_LANES[name]:
         assert requires(adapter).sdk in pinned, adapter
-        assert f"tests/test_frameworks_{adapter}.py" in lane.tests, adapter
+        assert f"tests/frameworks_main/test_frameworks_{adapter}.py" in lane.tests, adapter
     assert set(LANE_AWARE) <= set(lane.tests)
     assert "opentelemetry-distro" in lane.extra
 
@@ -213,7 +214,8 @@ def test_framework_apps_run_in_their_venv(adapter: str, venv: str, requirements:
     names = requirement_names(requirements)
     assert {requires(adapter).sdk, "opentelemetry-distro"} <= names
     recipe = make_recipe("frameworks")
-    runs = [line for line in recipe if f"{venv}/bin/python" in line and "tests/test_import_order.py" in line]
+    this = "tests/wiring/test_import_order.py"
+    runs = [line for line in recipe if f"{venv}/bin/python" in line and this in line]
     assert runs, recipe
     assert (adapter in MATRIX) == installed(adapter)
 

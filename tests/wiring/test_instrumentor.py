@@ -19,7 +19,7 @@ from opentelemetry.instrumentation.utils import suppress_instrumentation
 from otel_toolcalls._core import names as n
 from otel_toolcalls.testing.openai_chat import WEATHER, request, tool_call_script
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
 # Captured at import, before any test instruments anything.

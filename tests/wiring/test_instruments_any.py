@@ -20,7 +20,7 @@ from otel_toolcalls._wiring import dependencies
 from otel_toolcalls._wiring.adapters import adapter_names, load
 from otel_toolcalls._wiring.support import TESTED
 
-PYPROJECT = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+PYPROJECT = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
 EXTRA = PYPROJECT["project"]["optional-dependencies"]["instruments-any"]
 # opentelemetry-instrumentation before the extra was read (it then loads the instrumentor always).
 HONOURS_ANY = hasattr(otel_dependencies.DependencyConflict, "required_any")

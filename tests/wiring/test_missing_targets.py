@@ -45,7 +45,7 @@ def _warnings(body: str) -> list[str]:
 
 
 # adapter -> the targets a release removed: in the main venv a provider SDK's; in a framework venv
-# (tests/lanes.py) each of its frameworks' (the first target, or the last: a later one gone).
+# (tests/helpers/lanes.py) each of its frameworks' (the first target, or the last: a later one gone).
 BEFORE = {a: [targets_here(a)[0]] for a in FRAMEWORKS_HERE} or {
     "mistral": [("mistralai.client.chat", "Chat.stream_async")]
 }
