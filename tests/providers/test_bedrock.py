@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gc
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import sim_clock
 from botocore.exceptions import EventStreamError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -180,24 +180,23 @@ def test_server_tool_use_is_an_extension(instrument: Any, telemetry: Any, client
 
 
 def test_max_tokens_truncates_the_last_block_ended_at_its_stop(
-    instrument: Any, telemetry: Any, client: Any, fake: Any
+    instrument: Any, telemetry: Any, client: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The stop reason comes after the block stop; the span must end at the block stop.
-    fake.enqueue(tool_use_script([WEATHER], stop_reason="max_tokens", pace=0.04))
+    # The stop reason comes after the block stop; the span must end at the block stop. On the
+    # simulated clock the stop reason reaches the consumer exactly 50 ms after the block stop.
+    clock = sim_clock.install(monkeypatch)
+    fake.enqueue(tool_use_script([WEATHER], stop_reason="max_tokens"))
     seen: dict[str, int] = {}
     for event in converse(client):
         kind = next(iter(event))
-        seen.setdefault(kind, time.time_ns())
+        seen.setdefault(kind, clock())
         if kind == "contentBlockStop":
-            # The consumer holds the next event back: whatever the load, the stop reason is read
-            # at least 50 ms after the block stop (the server's pacing alone is no such margin: a
-            # loaded client reads both events at once).
-            time.sleep(0.05)
+            clock.advance(0.05)
 
     (span,) = telemetry.tool_spans()
     assert_call(span, WEATHER, index=0, text=WEATHER.input, reason="truncated")
-    assert span.end_time is not None and span.end_time <= seen["contentBlockStop"]
-    assert seen["messageStop"] - span.end_time >= 50_000_000
+    assert span.end_time == seen["contentBlockStop"]
+    assert seen["messageStop"] - span.end_time == 50_000_000
     inference(telemetry, reason="truncated")
     assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
 
