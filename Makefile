@@ -32,7 +32,7 @@ promtool:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
 	  || echo "could not install prometheus; the promtool tests will fail"; }
 
-# The Celery tests' broker (tests/test_remote_celery.py starts one on a free 127.0.0.1 port).
+# The Celery tests' broker (tests/linking/test_remote_celery.py starts one on a free 127.0.0.1 port).
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing Debian's redis-server package for the Celery tests"; \
@@ -91,7 +91,7 @@ lanes: $(VENV)/.stamp-test
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
 # their own, rebuilt when their requirements change. There run their tests, and the lane-aware
-# ones (tests/lanes.py) for the frameworks installed there: their apps under opentelemetry-instrument,
+# ones (tests/helpers/lanes.py) for the frameworks installed there: their apps under opentelemetry-instrument,
 # their declared targets, doctor. CrewAI (with its vector stores and its own opentelemetry and
 # pydantic pins) gets venvs apart from the rest. Each at its newest, at the last release of its
 # previous tool-execution design (-previous) and at the oldest the adapter covers (-floor).
@@ -100,7 +100,7 @@ CREWAI_VENV := .venv-crewai
 FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
   $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid
 FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks \
-  tests/test_import_order.py tests/test_missing_targets.py tests/test_doctor.py
+  tests/wiring/test_import_order.py tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
 
 # uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. $(1): the venv, $(2): its
 # requirements file.
@@ -207,7 +207,7 @@ test-setup-steps: $(VENV)/.stamp-test
 	@for step in $(TEST_SETUP); do $(MAKE) --no-print-directory $$step || exit 1; done
 
 pipeline-test: $(VENV)/.stamp-test pipeline-bins promtool alertmanager
-	$(PY) -m pytest -q -p no:cacheprovider tests/test_collector_validate.py tests/test_pipeline.py
+	$(PY) -m pytest -q -p no:cacheprovider tests/downstream/test_collector_validate.py tests/downstream/test_pipeline.py
 
 # Load and faults through the pipeline (tests/pipeline/load.py): numbers for the note, not a test.
 pipeline-load: $(VENV)/.stamp-test pipeline-bins
@@ -222,7 +222,7 @@ jaeger-stop:
 	@$(PYTHON) examples/viewer/jaeger.py down
 
 # ---- The fast inner loop (issue 33): lint, typecheck and the main suite without the `e2e` tests
-# (tests/markers.py): no apt, no browser, no Go, no venv but the main one.
+# (tests/helpers/markers.py): no apt, no browser, no Go, no venv but the main one.
 # `-m "not e2e and not timing"` drops the load-sensitive ones too.
 .PHONY: check
 CHECK_MARK ?= not e2e

@@ -4,7 +4,7 @@ The careless loops do what breaks in production when a stream dies mid-call: the
 arrived, repair the partial JSON, execute the tool, persist the partial assistant turn and send it
 back. The careful loops accept a turn only when the provider said it was complete (OpenAI
 ``finish_reason`` ``tool_calls`` / ``stop``, Anthropic ``stop_reason`` ``tool_use`` / ``end_turn``,
-no exception), roll back otherwise and retry the request. ``tests/test_pytest_plugin.py`` runs
+no exception), roll back otherwise and retry the request. ``tests/tooling/test_pytest_plugin.py`` runs
 both under the plugin; ``examples/test_agent_loops.py`` is what a user's own test file looks like.
 """
 

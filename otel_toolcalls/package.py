@@ -3,7 +3,7 @@
 ``_instruments_any``: ``opentelemetry-instrument`` runs the instrumentor when one of these is
 installed in its range (pyproject.toml's ``instruments-any`` extra says the same). One entry per
 distribution an adapter patches, at the oldest release tested: ``_wiring.dependencies`` derives the
-list from the adapters and the tested-versions table, and tests/test_instruments_any.py checks that
+list from the adapters and the tested-versions table, and tests/wiring/test_instruments_any.py checks that
 this list, the derived one and the extra are one list.
 """
 

@@ -39,7 +39,7 @@ def _installed(module: str) -> bool:
 
 # SDKs that pin dependencies below the main venv's, tested in a version lane of their own
 # (tests/versions/run.py): their modules are likewise collected only where the SDK is installed.
-_LANE_SDK_OF = {"test_bedrock_async.py": "aiobotocore"}
+_LANE_SDK_OF = {"providers/test_bedrock_async.py": "aiobotocore"}
 
 _WHICH_GUARD = pytest.StashKey[markers.WhichGuard]()
 
@@ -154,7 +154,7 @@ def fake(shared_provider: FakeProvider) -> Iterator[FakeProvider]:
     shared_provider.reset()  # a failed test must not leave its script to the next one
 
 
-# The `e2e` and `timing` markers, applied from one list (tests/markers.py); they only select.
+# The `e2e` and `timing` markers, applied from one list (tests/helpers/markers.py); they only select.
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     markers.apply(items)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
-import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from . import process, replay
 from .errors import guarded
 from .peers import peer_inference_span
 from .sink import Translator
-from .state import RequestInfo, StreamState
+from .state import RequestInfo, StreamState, now_ns
 from .stream import bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
 from .telemetry import Telemetry
 
@@ -50,7 +49,7 @@ class Request:
     model: str | None = None
     operation: str = "chat"
     server: tuple[str | None, int | None] = (None, None)
-    start_ns: int = field(default_factory=time.time_ns)
+    start_ns: int = field(default_factory=now_ns)
     parent: otel_context.Context = field(default_factory=otel_context.get_current)
     replayed: replay.Replayed | None = None
     # The SDK traces its requests itself: a request failing before any stream gets no span of ours.

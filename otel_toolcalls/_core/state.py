@@ -29,7 +29,14 @@ from .telemetry import Telemetry
 from .usage import Usage, span_attributes
 
 _log = logging.getLogger(__name__)
+# The core's one clock, read through this module attribute at each use: a test replaces it to
+# simulate when chunks arrive.
 _time_ns = time.time_ns
+
+
+def now_ns() -> int:
+    """The core's clock, for a request's start (read where the request is made)."""
+    return _time_ns()
 
 
 @dataclass

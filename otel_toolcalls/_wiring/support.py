@@ -1,7 +1,7 @@
 """The versions each supported distribution was tested at: (oldest, newest) actually run.
 
 ``otel-toolcalls doctor`` reads it to say whether an installed SDK is in the tested range;
-tests/test_support.py keeps the oldest equal to the floors pyproject.toml declares.
+tests/repo/test_support.py keeps the oldest equal to the floors pyproject.toml declares.
 """
 
 from __future__ import annotations

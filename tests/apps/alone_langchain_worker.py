@@ -1,5 +1,5 @@
 """A worker running a LangChain tool for a model's call, with langchain-core and no provider SDK, as
-``opentelemetry-instrument python alone_langchain_worker.py`` runs it (tests/test_dark_processes.py).
+``opentelemetry-instrument python alone_langchain_worker.py`` runs it (tests/wiring/test_dark_processes.py).
 Prints the span current in the tool's body."""
 
 import json

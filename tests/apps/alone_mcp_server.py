@@ -1,5 +1,5 @@
 """A tool server with mcp and no provider SDK, over stdio, as ``opentelemetry-instrument python
-alone_mcp_server.py RAN`` runs it (tests/test_dark_processes.py). Each run of the tool appends the
+alone_mcp_server.py RAN`` runs it (tests/wiring/test_dark_processes.py). Each run of the tool appends the
 location to RAN."""
 
 import sys

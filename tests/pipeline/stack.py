@@ -7,8 +7,8 @@ Each component runs from a copy of the repo's config in a temporary folder, chan
 test must: listeners on free 127.0.0.1 ports, the agents' DNS resolver replaced by the two gateways'
 static addresses, Tempo left out, the gateways' tail-sampling wait, span-metrics flush and batch
 timeout shortened, an `attributes` processor that stamps which gateway exported a span
-(`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports. Used by tests/test_pipeline.py
-and tests/pipeline/load.py.
+(`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports. Used by
+tests/downstream/test_pipeline.py and tests/pipeline/load.py.
 """
 
 from __future__ import annotations

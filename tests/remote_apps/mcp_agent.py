@@ -1,4 +1,4 @@
-"""The agent side of tests/test_remote_mcp.py, in a process of its own.
+"""The agent side of tests/linking/test_remote_mcp.py, in a process of its own.
 
     python mcp_agent.py {http URL | stdio SERVER-COMMAND-JSON} SPANS FAKE-BASE-URL
 

@@ -1,4 +1,4 @@
-"""An MCP tool server in a process of its own, for tests/test_remote_mcp.py.
+"""An MCP tool server in a process of its own, for tests/linking/test_remote_mcp.py.
 
     python mcp_server.py {high|low} {http|stdio} SPANS RAN
 

@@ -52,7 +52,7 @@ class Lane:
     # What the pinned SDK needs to work at all, where a fresh install would break it (not ours).
     era: Sequence[str] = ()
     why: str = ""
-    # The outcome matrix's drivers (tests/test_outcomes_matrix.py) this SDK version runs: the
+    # The outcome matrix's drivers (tests/contract/test_outcomes_matrix.py) this SDK version runs: the
     # outcome tests moved there from the adapter test files.
     matrix: Sequence[str] = ()
     # A peer lane (tests/peers): the peer instrumentation installed here, named for its tests.
@@ -77,13 +77,13 @@ def _floors() -> dict[str, str]:
 
 
 FLOORS = _floors()
-OPENAI = ["tests/test_openai_chat.py", "tests/test_openai_chat_async.py", "tests/test_openai_responses.py",
-          "tests/test_openai_realtime_versions.py", "tests/test_wire_lies.py",
-          "tests/test_compatible_servers.py"]  # fmt: skip
+OPENAI = ["tests/providers/test_openai_chat.py", "tests/providers/test_openai_chat_async.py",
+          "tests/providers/test_openai_responses.py", "tests/providers/test_openai_realtime_versions.py",
+          "tests/contract/test_wire_lies.py", "tests/providers/test_compatible_servers.py"]  # fmt: skip
 # The Realtime client through the SDK's own `realtime` extra (its websockets bounds).
-REALTIME = ["tests/test_openai_realtime.py", "tests/test_openai_realtime_versions.py"]
-ANTHROPIC = ["tests/test_anthropic.py", "tests/test_anthropic_async.py", "tests/test_anthropic_bedrock.py",
-             "tests/test_wire_lies.py"]  # fmt: skip
+REALTIME = ["tests/providers/test_openai_realtime.py", "tests/providers/test_openai_realtime_versions.py"]
+ANTHROPIC = ["tests/providers/test_anthropic.py", "tests/providers/test_anthropic_async.py",
+             "tests/providers/test_anthropic_bedrock.py", "tests/contract/test_wire_lies.py"]  # fmt: skip
 CHAT = ["openai_chat", "openai_chat_async"]
 RESPONSES = ["openai_responses", "openai_responses_async"]
 # Before 1.14 anthropic has no tracing of its own: no anthropic_sdk_tracing driver.
@@ -115,7 +115,8 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 
 # The async Bedrock tests, and the import-order apps of botocore's two adapters (opentelemetry-
 # instrument comes with the distro).
-AIOBOTOCORE = ["tests/test_bedrock_async.py", "tests/test_import_order.py::test_the_span_comes_out"]
+AIOBOTOCORE = ["tests/providers/test_bedrock_async.py",
+               "tests/wiring/test_import_order.py::test_the_span_comes_out"]
 AIOBOTOCORE_EXTRA = ["opentelemetry-distro", "boto3"]  # boto3: the bedrock app; uv keeps it in step
 AIOBOTOCORE_DRIVERS = ["aiobotocore_converse", "aiobotocore_invoke"]
 
@@ -125,10 +126,11 @@ OLD_HTTPX = ["httpx<0.28"]
 
 # The adapters' tests on wrapt 1.x (the main venv has 2.x; both are supported), with the main venv's
 # SDKs: the test extra, newest.
-WRAPT1 = ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_anthropic.py",
-          "tests/test_instrumentor.py", "tests/test_gemini.py", "tests/test_cohere.py",
-          "tests/test_litellm.py", "tests/test_execute_tool.py", "tests/test_missing_targets.py",
-          "tests/test_returned_objects.py"]
+WRAPT1 = ["tests/core/test_core.py", "tests/providers/test_openai_chat.py",
+          "tests/providers/test_anthropic.py", "tests/wiring/test_instrumentor.py",
+          "tests/providers/test_gemini.py", "tests/providers/test_cohere.py",
+          "tests/providers/test_litellm.py", "tests/linking/test_execute_tool.py",
+          "tests/wiring/test_missing_targets.py", "tests/wiring/test_returned_objects.py"]
 
 # The peer lanes: another instrumentation of the same SDKs beside the package (tests/peers), at the
 # versions the README's "Installed beside" table names; the SDKs the newest, as in the main venv.
@@ -201,7 +203,7 @@ LANES = [
     Lane("openai-realtime-ga", {"openai[realtime]": "1.103.0"}, REALTIME,
          why="the first with client.realtime (GA) beside client.beta.realtime"),
     Lane("openai-responses-ws", {"openai[realtime]": "2.22.0"},
-         ["tests/test_openai_responses_ws.py", "tests/test_openai_realtime_versions.py"],
+         ["tests/providers/test_openai_responses_ws.py", "tests/providers/test_openai_realtime_versions.py"],
          why="the first with client.responses.connect() (the Responses API over WebSocket)"),
     Lane("anthropic-floor", {"anthropic": None}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES),
     Lane("anthropic-1.13", {"anthropic": "1.13.0"}, ANTHROPIC, extra=["boto3"], matrix=MESSAGES,
@@ -209,10 +211,11 @@ LANES = [
     Lane("anthropic-1.14", {"anthropic": "1.14.0"}, ANTHROPIC, extra=["boto3"],
          matrix=[*MESSAGES, "anthropic_sdk_tracing"],
          why="the first with the SDK's own tracing and __stream__ on a lazy copy of the stream"),
-    Lane("groq-floor", {"groq": None}, ["tests/test_groq.py"], extra=["openai"], era=OLD_HTTPX,
+    Lane("groq-floor", {"groq": None}, ["tests/providers/test_groq.py"], extra=["openai"], era=OLD_HTTPX,
          matrix=["groq", "groq_async"]),
     Lane("bedrock-floor", {"boto3": None, "botocore": FLOORS["boto3"]},
-         ["tests/test_bedrock.py", "tests/test_bedrock_invoke.py", "tests/test_eventstream_codec.py"],
+         ["tests/providers/test_bedrock.py", "tests/providers/test_bedrock_invoke.py",
+          "tests/tooling/test_eventstream_codec.py"],
          matrix=["bedrock_converse", "bedrock_invoke"],
          why="botocore in step (boto3 X takes any botocore 1.34 >= X): ConverseStream came in 1.34.116"),
     # aiobotocore pins botocore below the newest: tested here, never in the main venv.
@@ -222,52 +225,58 @@ LANES = [
     Lane("aiobotocore", {"aiobotocore": "3.10.0"}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
          matrix=AIOBOTOCORE_DRIVERS,
          why="the newest, with the botocore it pins (1.43.117); _parse_event a coroutine"),
-    Lane("mistral-floor", {"mistralai": None}, ["tests/test_mistral.py"],
+    Lane("mistral-floor", {"mistralai": None}, ["tests/providers/test_mistral.py"],
          matrix=["mistral", "mistral_async"]),
-    Lane("cohere-floor", {"cohere": None}, ["tests/test_cohere.py"],
+    Lane("cohere-floor", {"cohere": None}, ["tests/providers/test_cohere.py"],
          matrix=["cohere", "cohere_async"]),
-    Lane("gemini-floor", {"google-genai": None}, ["tests/test_gemini.py"],
+    Lane("gemini-floor", {"google-genai": None}, ["tests/providers/test_gemini.py"],
          matrix=["gemini_dev", "gemini_dev_async", "gemini_vertex", "gemini_vertex_async"]),
     # Gemini Live (client.aio.live.connect): the same floor; opentelemetry-instrument for the example.
-    Lane("gemini-live-floor", {"google-genai": None}, ["tests/test_gemini_live.py"],
+    Lane("gemini-live-floor", {"google-genai": None}, ["tests/providers/test_gemini_live.py"],
          extra=["opentelemetry-distro"]),
-    Lane("litellm-floor", {"litellm": None}, ["tests/test_litellm.py"], matrix=["litellm", "litellm_async"]),
+    Lane("litellm-floor", {"litellm": None}, ["tests/providers/test_litellm.py"],
+         matrix=["litellm", "litellm_async"]),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
-         ["tests/test_frameworks_langchain.py"],
+         ["tests/frameworks_main/test_frameworks_langchain.py"],
          why="langchain-core, which the adapter patches, pinned where those floors resolve it"),
-    Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None}, ["tests/test_frameworks_pydantic_ai.py"]),
-    Lane("openai-agents-floor", {"openai-agents": None}, ["tests/test_frameworks_openai_agents.py"]),
-    Lane("mcp-floor", {"mcp": None}, ["tests/test_frameworks_mcp.py", "tests/test_remote_mcp.py"],
+    Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None},
+         ["tests/frameworks_main/test_frameworks_pydantic_ai.py"]),
+    Lane("openai-agents-floor", {"openai-agents": None},
+         ["tests/frameworks_main/test_frameworks_openai_agents.py"]),
+    Lane("mcp-floor", {"mcp": None},
+         ["tests/frameworks_main/test_frameworks_mcp.py", "tests/linking/test_remote_mcp.py"],
          extra=["openai"], why="the floor; and the first major, which injects nothing into _meta itself"),
     # The main venv's frameworks at a release between floor and newest, resolved together (openai
-    # 2.x): their tests and the lane-aware ones (tests/lanes.py VERSION_FRAMEWORK_LANES). Why each:
+    # 2.x): their tests and the lane-aware ones (tests/helpers/lanes.py VERSION_FRAMEWORK_LANES). Why each:
     # langgraph 1.0.10 / langchain-core 1.0.7 / langchain-openai 1.0.3: the 1.0 line, the first major
     # after the floor's 0.3; pydantic-ai-slim 2.0.0 and mcp 2.0.0: the first of the major the newest
     # is in; openai-agents 0.20.0: the last on openai 2 (0.21 requires openai 3).
     Lane("main-frameworks-mid",
          {"langgraph": "1.0.10", "langchain-core": "1.0.7", "langchain-openai": "1.0.3",
           "pydantic-ai-slim[openai]": "2.0.0", "openai-agents": "0.20.0", "mcp": "2.0.0"},
-         [*(f"tests/test_frameworks_{a}.py" for a in ("langchain", "pydantic_ai", "openai_agents", "mcp")),
-          "tests/test_remote_mcp.py", "tests/test_import_order.py", "tests/test_missing_targets.py",
-          "tests/test_doctor.py"],
+         [*(f"tests/frameworks_main/test_frameworks_{a}.py"
+            for a in ("langchain", "pydantic_ai", "openai_agents", "mcp")),
+          "tests/linking/test_remote_mcp.py", "tests/wiring/test_import_order.py",
+          "tests/wiring/test_missing_targets.py", "tests/tooling/test_doctor.py"],
          extra=["openai", "opentelemetry-distro"],
          # Those of langgraph 1.0.10's day: checkpoint 4 calls langchain-core's Reviver(allowed_objects=),
          # which 1.0.7 lacks; prebuilt 1.0.9 imports langgraph.runtime.ExecutionInfo, which 1.0.10 lacks.
          era=["langgraph-checkpoint<4", "langgraph-prebuilt==1.0.8"],
          why="langchain, pydantic-ai, openai-agents, mcp between their floors and newest"),
     # A process with one distribution of instruments-any and no provider SDK, under
-    # opentelemetry-instrument: each at the extra's floor (tests/test_dark_processes.py).
-    Lane("mcp-alone", {"mcp": None}, ["tests/test_dark_processes.py"], extra=["opentelemetry-distro"],
+    # opentelemetry-instrument: each at the extra's floor (tests/wiring/test_dark_processes.py).
+    Lane("mcp-alone", {"mcp": None}, ["tests/wiring/test_dark_processes.py"], extra=["opentelemetry-distro"],
          why="a tool server: mcp, no provider SDK"),
-    Lane("langchain-alone", {"langchain-core": None}, ["tests/test_dark_processes.py"],
+    Lane("langchain-alone", {"langchain-core": None}, ["tests/wiring/test_dark_processes.py"],
          extra=["opentelemetry-distro"], why="a worker running LangChain tools: no provider SDK"),
-    Lane("ollama-floor", {"ollama": None}, ["tests/test_ollama.py"], extra=["openai"],
+    Lane("ollama-floor", {"ollama": None}, ["tests/providers/test_ollama.py"], extra=["openai"],
          matrix=["ollama", "ollama_async"]),
-    Lane("huggingface-floor", {"huggingface_hub": None}, ["tests/test_huggingface.py"], extra=["aiohttp"],
+    Lane("huggingface-floor", {"huggingface_hub": None}, ["tests/providers/test_huggingface.py"],
+         extra=["aiohttp"],
          matrix=["huggingface", "huggingface_async"]),
     Lane("opentelemetry-floor", {name: None for name in [*OTEL, "wrapt"]},
-         ["tests/test_core.py", "tests/test_openai_chat.py", "tests/test_propagator.py",
-          "tests/test_propagator_loading.py"], extra=["openai"],
+         ["tests/core/test_core.py", "tests/providers/test_openai_chat.py",
+          "tests/linking/test_propagator.py", "tests/linking/test_propagator_loading.py"], extra=["openai"],
          why="the oldest opentelemetry-api/sdk/instrumentation and wrapt with the core, one adapter and "
              "the propagator"),
     *PEER_LANES,
@@ -367,7 +376,7 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
     # uv installs no bytecode: without it written on first import, each process of the lane's tests
     # (the subprocess apps among them) compiled the SDK again from source.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    tests = [*lane.tests, *(["tests/test_outcomes_matrix.py"] if lane.matrix else [])]
+    tests = [*lane.tests, *(["tests/contract/test_outcomes_matrix.py"] if lane.matrix else [])]
     if lane.matrix:
         env["OTEL_TOOLCALLS_MATRIX"] = ",".join(lane.matrix)
     if lane.peer:
