@@ -1,6 +1,6 @@
 """The anthropic SDK: Messages streams, stable and beta, on every client class.
 
-One set of patches for the SDK (``_providers.stainless``); the translator is
+One set of patches for the SDK (``_sdks.stainless``); the translator is
 ``_providers.formats.anthropic_messages``.
 """
 
@@ -10,10 +10,10 @@ import logging
 from typing import Any
 
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
 
 from .formats.anthropic_messages import history_ids, process_event
-from .stainless import Route, StainlessSDK
 
 _log = logging.getLogger(__name__)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
 
 from .formats.chat_completions import process_chunk
-from .stainless import Route, StainlessSDK
 
 SDK = StainlessSDK(
     module="groq",

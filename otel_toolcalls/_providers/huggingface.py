@@ -14,11 +14,11 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.request import Request, current, model_of, watch
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.returned import hand_back
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .formats import chat_completions as chat
-from .returned import hand_back
-from .servers import server_of
 
 _log = logging.getLogger(__name__)
 

@@ -17,10 +17,10 @@ from otel_toolcalls._core.request import Request, keep, kept, model_of, traced_e
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.stream import wrap_async, wrap_sync
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .formats.chat_completions import process_chunk
-from .servers import server_of
 
 _log = logging.getLogger(__name__)
 

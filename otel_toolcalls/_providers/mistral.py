@@ -18,11 +18,11 @@ from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.stream import close_seen
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.returned import Transparent
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .formats.chat_completions import process_chunk
-from .returned import Transparent
-from .servers import server_of
 
 _log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.sink import Translator
 from otel_toolcalls._core.stream import ended_by
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.returned import Transparent
-from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._sdks.returned import Transparent
+from otel_toolcalls._sdks.servers import server_of
 
 from . import converse, invoke
 

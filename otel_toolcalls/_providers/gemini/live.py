@@ -19,7 +19,7 @@ from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.request import Request, keep, kept, model_of, watch
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .adapter import GEMINI, OPERATION, VERTEX_AI
