@@ -359,3 +359,42 @@ def test_the_check_sees_plumbing_among_the_adapters() -> None:
 
     planted = {f"{PACKAGE}._providers.servers", f"{PACKAGE}._providers.formats.helpers"}
     assert _not_adapters(set(MODULES) | planted, set(ADAPTERS.values())) == sorted(planted)
+
+
+def _process_names(source: str) -> list[str]:
+    """Functions and module-level names called ``process_*``: the translators' old verb."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.name)
+        elif isinstance(node, ast.Assign):
+            found += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return [name for name in found if name.startswith("process_")]
+
+
+def test_translators_are_named_translate() -> None:
+    # One verb for one idea (sink.Translator): a translator is translate_<what the SDK hands over>.
+    # Realtime's events are dispatched by the session's translate_event (openai/realtime.py) to the
+    # per-event handlers of realtime_events.RESPONSE_EVENTS: no translate_ of its own.
+    dispatched = {f"{PACKAGE}._providers.openai.realtime_events"}
+    unnamed = [
+        m for m in TRANSLATORS - dispatched if not any(x.startswith("translate_") for x in vars(_load(m)))
+    ]
+    assert unnamed == []
+    found = [
+        f"{module}: {name}"
+        for module, path in sorted(MODULES.items())
+        if _layer(module) in ("_core", "_sdks", "_providers")
+        for name in _process_names(path.read_text())
+    ]
+    assert found == []
+    assert _process_names("def process_chunk(state, chunk): ...\nprocess_event = by_type()") == [
+        "process_chunk",
+        "process_event",
+    ]
+
+
+def _load(module: str) -> object:
+    import importlib
+
+    return importlib.import_module(module)

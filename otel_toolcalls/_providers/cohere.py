@@ -116,7 +116,7 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-process_event = by_type(_HANDLERS, name="process_event", module=__name__)
+translate_event = by_type(_HANDLERS, name="translate_event", module=__name__)
 
 
 # -- the raw request: where the stream is made --------------------------------------------------------
@@ -136,7 +136,7 @@ class _Response(wrapt.ObjectProxy):
 
 def _attached(request: Request, response: Any) -> Any:
     try:
-        return _Response(response, request.attach(response.data, process_event))
+        return _Response(response, request.attach(response.data, translate_event))
     except Exception as exc:
         report("cohere attach", exc)
         return response

@@ -20,7 +20,7 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
-from .formats.chat_completions import process_chunk
+from .formats.chat_completions import translate_chunk
 
 _log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ def instrument(telemetry: Telemetry) -> bool:
         if traced is None or traced.finished:
             return wrapped(*args, **kwargs)
         if traced.iterator is None:
-            traced.iterator = wrap_sync(_pull(weakref.WeakMethod(wrapped)), traced.state, process_chunk)
+            traced.iterator = wrap_sync(_pull(weakref.WeakMethod(wrapped)), traced.state, translate_chunk)
         traced.pulling = True
         try:
             return next(traced.iterator)
@@ -171,7 +171,7 @@ def instrument(telemetry: Telemetry) -> bool:
         if traced is None or traced.finished:
             return await wrapped(*args, **kwargs)
         if traced.iterator is None:
-            traced.iterator = wrap_async(_apull(weakref.WeakMethod(wrapped)), traced.state, process_chunk)
+            traced.iterator = wrap_async(_apull(weakref.WeakMethod(wrapped)), traced.state, translate_chunk)
         traced.pulling = True
         try:
             return await traced.iterator.__anext__()

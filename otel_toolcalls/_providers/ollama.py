@@ -40,7 +40,7 @@ _patches = Patches()
 # -- translator --------------------------------------------------------------------------------------
 
 
-def process_chunk(state: Sink, chunk: Any) -> None:
+def translate_chunk(state: Sink, chunk: Any) -> None:
     # {"model":"qwen3:8b","created_at":"...","message":{"role":"assistant","content":"",
     #  "tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Zürich"}}}]},"done":false}
     if state.response_model is None:
@@ -89,7 +89,7 @@ def _new_request(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) ->
 
 def _traced(request: Request, stream: Any) -> Any:
     # A bare generator from the client: one of the same kind, that sees close(), is handed back.
-    traced = request.attach(stream, process_chunk)
+    traced = request.attach(stream, translate_chunk)
     state = request.stream()
     returned = hand_back(traced, on_close=state.closed)
     # A stream never iterated runs no code when collected: its collection is watched too.

@@ -24,7 +24,7 @@ from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .adapter import GEMINI, OPERATION, VERTEX_AI
 from .live_calls import Calls
-from .live_events import process_message
+from .live_events import translate_message
 
 MODULE = "google.genai.live"
 # connect: the model asked for; AsyncSession.__init__: the session it opens (inside the manager's
@@ -94,7 +94,7 @@ def _received(instance: Any, message: Any) -> None:
         session = LiveSession(_telemetry[0], getattr(instance, "_api_client", None), None)
         keep(instance, session)
     if session is not None:
-        process_message(session, message, instance)
+        translate_message(session, message, instance)
 
 
 def _failed(instance: Any, exc: BaseException) -> None:

@@ -38,16 +38,16 @@ SDK = StainlessSDK(
     routes=[
         Route(
             lambda path: path.endswith("/chat/completions"),
-            chat_completions.process_chunk,
+            chat_completions.translate_chunk,
             "chat",
             chat_completions.history_ids,
         ),
         Route(
-            lambda path: path.endswith("/responses"), responses.process_event, "chat", responses.history_ids
+            lambda path: path.endswith("/responses"), responses.translate_event, "chat", responses.history_ids
         ),
         Route(
             lambda path: _RETRIEVE_PATH.search(path) is not None,
-            responses.process_event,
+            responses.translate_event,
             n.OPERATION_FETCH_RESPONSE,
         ),
     ],

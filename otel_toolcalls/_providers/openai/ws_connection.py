@@ -76,7 +76,7 @@ SessionTranslator = Callable[[Session, Any, object], None]
 
 @dataclass
 class Wiring:
-    """One adapter's event processor and its wrappers, bound to the telemetry in force.
+    """One adapter's event translator and its wrappers, bound to the telemetry in force.
 
     The choke points: the resource's ``connect`` (the model asked for, the client's server), kept
     weakly for the manager it returns, whose ``__enter__`` / ``enter`` / ``__aenter__`` hands them to
