@@ -39,3 +39,40 @@ def test_the_check_sees_a_stale_pointer() -> None:
     assert _exists("_core/metrics.py") and _exists(
         "tests/test_import_graph.py::test_the_core_names_no_provider"
     )
+
+
+# Words retired for one word per idea (docs/ARCHITECTURE.md, "Words"): what each became.
+RETIRED = {
+    r"\bforeign\b": "peer (another instrumentation's span)",
+    r"someone else's": "peer span, SDK span, adopted span, a framework's own span",
+    r"\bprocess_(chunk|event|message)\b": "translate_chunk / translate_event / translate_message",
+    r"\bsink\.Handler\b|\bstream\.Process\b": "sink.Translator",
+    r"_providers[/.](stainless|returned|servers)\b": "_sdks/",
+    r"\bMETRIC_(CALLS|DURATION|ARGUMENTS_SIZE|ARGUMENTS_DELTAS)\b": "METRIC_TOOLCALL_*",
+}
+
+
+def _retired_in(text: str) -> list[str]:
+    return [pattern for pattern in RETIRED if re.search(pattern, text, re.IGNORECASE)]
+
+
+def _texts() -> dict[str, str]:
+    # The package, its docs and benchmarks; not the tests, whose checks plant the retired words.
+    files = [*(ROOT / "otel_toolcalls").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    files += [*(ROOT / "benchmarks").glob("*.py")]
+    return {str(p.relative_to(ROOT)): p.read_text() for p in files}
+
+
+def test_retired_words_stay_retired() -> None:
+    texts = _texts()
+    assert len(texts) > 100 and {"docs/ARCHITECTURE.md", "benchmarks/hotpath.py"} <= set(texts)
+    assert {name: _retired_in(text) for name, text in texts.items() if _retired_in(text)} == {}
+
+
+def test_the_check_sees_a_retired_word() -> None:
+    assert _retired_in("the foreign span; process_chunk(state, c); n.METRIC_DURATION") == [
+        r"\bforeign\b",
+        r"\bprocess_(chunk|event|message)\b",
+        r"\bMETRIC_(CALLS|DURATION|ARGUMENTS_SIZE|ARGUMENTS_DELTAS)\b",
+    ]
+    assert _retired_in("translate_chunk, a peer's span, METRIC_TOOLCALL_DURATION") == []

@@ -124,7 +124,7 @@ class Request:
 
     def failed_before_stream(self, exc: BaseException) -> None:
         """The request raised before any stream existed (refused, throttled, unreachable): the
-        inference span still records it (someone else's, adopted, gets the outcome), and the
+        inference span still records it (an adopted one gets the outcome), and the
         metrics, unless the SDK traces its requests itself."""
         if self.state is not None:
             return

@@ -43,8 +43,8 @@ class RequestInfo:
     server_port: int | None = None
     start_ns: int | None = None
     parent: otel_context.Context | None = None
-    # Someone else's inference span for this request (an SDK that traces itself, another
-    # instrumentation): tool-call spans become its children and the package makes none.
+    # The adopted span: the SDK's own inference span for this request or a peer's (another
+    # instrumentation's): tool-call spans become its children and the package makes none.
     adopted_span: Span | None = None
 
     def attributes(self) -> dict[str, Any]:
@@ -357,7 +357,7 @@ class StreamState:
             self._final = True
             span = self.request.adopted_span
             if span is not None and span.is_recording():
-                # Someone else's span (an SDK that traces itself) may end with the body, before this
+                # The adopted span (an SDK span, say) may end with the body, before this
                 # stream is finalized: its toolcall.* attributes are written now, while it is open.
                 span.set_attributes(self._outcome_attributes(self._outcome(n.INCOMPLETE, None)[0]))
 
