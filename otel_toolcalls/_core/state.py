@@ -111,7 +111,7 @@ class StreamState:
         self.first_chunk_ns: int | None = None
         self.buffered = False
         # The weak reference that abandons the stream when the user's object is collected
-        # (request.watch); held here so that it lives exactly as long as the state.
+        # (owners.watch); held here so that it lives exactly as long as the state.
         self.watcher: Any = None
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 

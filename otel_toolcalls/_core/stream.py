@@ -120,6 +120,15 @@ def bound(key: object) -> StreamState | None:
         return None
 
 
+def traced_elsewhere(*keys: object) -> StreamState | None:
+    """The state another adapter bound to one of ``keys`` (LiteLLM over the openai SDK), if any."""
+    for key in keys:
+        state = bound(key) if key is not None else None
+        if state is not None:
+            return state
+    return None
+
+
 def close_seen(key: object) -> None:
     """A close the package saw (``close()``, ``aclose()``, a ``with`` exit) on the stream keyed ``key``."""
     try:

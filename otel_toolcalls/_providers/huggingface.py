@@ -11,7 +11,8 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import report
-from otel_toolcalls._core.request import Request, current, model_of, watch
+from otel_toolcalls._core.owners import watch
+from otel_toolcalls._core.request import Request, current, model_of
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back

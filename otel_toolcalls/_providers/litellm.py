@@ -13,9 +13,10 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import guarded
-from otel_toolcalls._core.request import Request, keep, kept, model_of, traced_elsewhere, watch
+from otel_toolcalls._core.owners import keep, kept, watch
+from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.state import StreamState
-from otel_toolcalls._core.stream import wrap_async, wrap_sync
+from otel_toolcalls._core.stream import traced_elsewhere, wrap_async, wrap_sync
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires

@@ -11,7 +11,7 @@ import threading
 import weakref
 from typing import Any
 
-from otel_toolcalls._core.request import watch
+from otel_toolcalls._core.owners import watch
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._sdks.returned import hand_back
 

@@ -16,7 +16,8 @@ from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import guarded, report, warn_once
-from otel_toolcalls._core.request import Request, keep, kept, model_of
+from otel_toolcalls._core.owners import keep, kept
+from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
