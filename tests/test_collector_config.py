@@ -801,7 +801,7 @@ def test_compose_has_the_whole_stack_with_pinned_images() -> None:
     for name, image in images.items():
         tag = image.rsplit(":", 1)[-1]
         assert ":" in image and tag != "latest", f"{name}: pin the image version"
-    # The release the README names for the compose stack.
+    # The release docs/GUIDE.md names for the compose stack.
     version = tuple(int(x) for x in images["otelcol"].rsplit(":", 1)[1].split("."))
     assert version >= (0, 144, 0)
     for name, service in services.items():
