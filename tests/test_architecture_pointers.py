@@ -76,3 +76,16 @@ def test_the_check_sees_a_retired_word() -> None:
         r"\bMETRIC_(CALLS|DURATION|ARGUMENTS_SIZE|ARGUMENTS_DELTAS)\b",
     ]
     assert _retired_in("translate_chunk, a peer's span, METRIC_TOOLCALL_DURATION") == []
+
+
+def test_the_map_names_each_command_where_its_code_is() -> None:
+    # The chaos proxy's code is testing/chaos.py, run as `otel-toolcalls chaos`: the map says so.
+    from otel_toolcalls._cli import main
+
+    text = DOC.read_text()
+    where = {
+        name: module.removeprefix("otel_toolcalls.").replace(".", "/") + ".py"
+        for name, (module, _) in main._COMMANDS.items()
+    }
+    assert {"doctor", "chaos"} <= set(where)
+    assert [f"{name} ({path}" for name, path in where.items() if f"{name} ({path}" not in text] == []
