@@ -67,7 +67,7 @@ view: $(VENV)/.stamp-demo $(VIEWER_VENV)/.stamp
 view-stop:
 	@$(PYTHON) examples/viewer/view.py down
 
-# The README's pictures of the viewer, taken from the real one by headless chromium.
+# docs/GUIDE.md's pictures of the viewer, taken from the real one by headless chromium.
 screenshots: view chromium
 	$(VIEWER_VENV)/bin/python examples/viewer/shots.py png --url http://127.0.0.1:$(VIEWER_PORT) --out docs
 

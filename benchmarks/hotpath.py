@@ -58,21 +58,21 @@ def measure(lengths: list[int], reps: int) -> dict[str, dict[str, Any]]:
 
     from otel_toolcalls._config import resolve
     from otel_toolcalls._core.telemetry import Telemetry
-    from otel_toolcalls._providers.formats.anthropic_messages import process_event
-    from otel_toolcalls._providers.formats.chat_completions import process_chunk
+    from otel_toolcalls._providers.formats.anthropic_messages import translate_event
+    from otel_toolcalls._providers.formats.chat_completions import translate_chunk
 
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     telemetry = Telemetry(resolve(), tracer_provider, MeterProvider(metric_readers=[InMemoryMetricReader()]))
     out: dict[str, dict[str, Any]] = {}
-    for provider, process in (("openai", process_chunk), ("anthropic", process_event)):
+    for provider, translate in (("openai", translate_chunk), ("anthropic", translate_event)):
         out[provider] = {}
         for length in lengths:
             parsed = _chunks(provider, length)
             out[provider][str(length)] = {
-                "hot": replay(_hot(parsed), reps, telemetry, exporter, provider, process),
-                "cold": replay(parsed, reps, telemetry, exporter, provider, process),
+                "hot": replay(_hot(parsed), reps, telemetry, exporter, provider, translate),
+                "cold": replay(parsed, reps, telemetry, exporter, provider, translate),
             }
     return out
 
@@ -86,7 +86,7 @@ def _hot(chunks: list[Any]) -> list[Any]:
 
 
 def replay(
-    chunks: list[Any], reps: int, telemetry: Any, exporter: Any, provider: str, process: Any
+    chunks: list[Any], reps: int, telemetry: Any, exporter: Any, provider: str, translate: Any
 ) -> dict[str, Any]:
     from otel_toolcalls._core.state import RequestInfo, StreamState
     from otel_toolcalls._core.stream import wrap_sync
@@ -104,7 +104,7 @@ def replay(
         gc.collect()
         start = time.perf_counter()
         state = StreamState(telemetry, RequestInfo(provider=provider, model="bench"))
-        for _ in wrap_sync(iter(chunks), state, process):
+        for _ in wrap_sync(iter(chunks), state, translate):
             pass
         inst = min(inst, time.perf_counter() - start)
         spans = len(exporter.get_finished_spans())

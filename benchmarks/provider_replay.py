@@ -62,10 +62,10 @@ def measure(names: list[str], reps: int) -> dict[str, Any]:
     for name in names:
         provider = provider_streams.BY_NAME[name]
         parsed = _parsed(provider)
-        process = provider_streams.translator(provider)
+        translate = provider_streams.translator(provider)
         out[name] = {
-            "hot": hotpath.replay(_hot(parsed), reps, telemetry, exporter, name, process),
-            "cold": hotpath.replay(parsed, reps, telemetry, exporter, name, process),
+            "hot": hotpath.replay(_hot(parsed), reps, telemetry, exporter, name, translate),
+            "cold": hotpath.replay(parsed, reps, telemetry, exporter, name, translate),
         }
         print(f"[replay] {name}: {out[name]['hot']['us_per_chunk']:+.3f} us/chunk", file=sys.stderr)
     return out

@@ -229,20 +229,22 @@ def _dev(url: str) -> Opener:
 
 
 PROVIDERS: list[Provider] = [
-    Provider("openai", "openai chat", _chat, _open_chat, "formats.chat_completions.process_chunk"),
+    Provider("openai", "openai chat", _chat, _open_chat, "formats.chat_completions.translate_chunk"),
     Provider(
-        "anthropic", "anthropic", _anthropic, _open_anthropic, "formats.anthropic_messages.process_event"
+        "anthropic", "anthropic", _anthropic, _open_anthropic, "formats.anthropic_messages.translate_event"
     ),
-    Provider("responses", "openai responses", _responses, _open_responses, "formats.responses.process_event"),
-    Provider("groq", "groq", _chat, _open_groq, "formats.chat_completions.process_chunk"),
-    Provider("mistral", "mistral", _mistral, _open_mistral, "mistral.process_event"),
-    Provider("cohere", "cohere v2", _cohere, _open_cohere, "cohere.process_event"),
+    Provider(
+        "responses", "openai responses", _responses, _open_responses, "formats.responses.translate_event"
+    ),
+    Provider("groq", "groq", _chat, _open_groq, "formats.chat_completions.translate_chunk"),
+    Provider("mistral", "mistral", _mistral, _open_mistral, "mistral.translate_event"),
+    Provider("cohere", "cohere v2", _cohere, _open_cohere, "cohere.translate_event"),
     Provider(
         "gemini_whole",
         "gemini dev API, whole calls (1 per chunk)",
         _gemini_whole,
         _dev,
-        "gemini.chunks.process_chunk",
+        "gemini.chunks.translate_chunk",
         calls=FRAGMENTS,
     ),
     Provider(
@@ -250,41 +252,41 @@ PROVIDERS: list[Provider] = [
         "gemini dev API, text chunks + 1 whole call",
         _gemini_text,
         _dev,
-        "gemini.chunks.process_chunk",
+        "gemini.chunks.translate_chunk",
     ),
     Provider(
         "gemini_vertex",
         "gemini vertex, partial_args",
         _gemini_partial,
         _vertex,
-        "gemini.chunks.process_chunk",
+        "gemini.chunks.translate_chunk",
     ),
     Provider(
-        "bedrock", "bedrock converse_stream", _bedrock, _open_bedrock, "bedrock.converse.process_event"
+        "bedrock", "bedrock converse_stream", _bedrock, _open_bedrock, "bedrock.converse.translate_event"
     ),
     Provider(
         "bedrock_invoke",
         "bedrock invoke_model_with_response_stream (Claude)",
         _bedrock_invoke,
         _open_bedrock_invoke,
-        "bedrock.invoke.process_event",
+        "bedrock.invoke.translate_event",
     ),
     Provider(
-        "litellm", "litellm hosted_vllm", _chat, _open_litellm, "formats.chat_completions.process_chunk"
+        "litellm", "litellm hosted_vllm", _chat, _open_litellm, "formats.chat_completions.translate_chunk"
     ),
     Provider(
-        "huggingface", "huggingface_hub InferenceClient", _chat, _open_hf, "huggingface.process_chunk"
+        "huggingface", "huggingface_hub InferenceClient", _chat, _open_hf, "huggingface.translate_chunk"
     ),
     Provider(
         "ollama_whole",
         "ollama, whole calls (1 per chunk)",
         _ollama_whole,
         _open_ollama,
-        "ollama.process_chunk",
+        "ollama.translate_chunk",
         calls=FRAGMENTS,
     ),
     Provider(
-        "ollama_text", "ollama, text + 1 whole call", _ollama_text, _open_ollama, "ollama.process_chunk"
+        "ollama_text", "ollama, text + 1 whole call", _ollama_text, _open_ollama, "ollama.translate_chunk"
     ),
 ]
 BY_NAME = {p.name: p for p in PROVIDERS}

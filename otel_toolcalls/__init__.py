@@ -2,7 +2,7 @@
 
 One span per streamed tool-call block, ended ``completed`` or ``aborted`` with the reason; metrics
 for alerting on the aborted-call rate; execution spans linked to their call only when it completed.
-The telemetry contract (every name emitted) is documented in README.md.
+The telemetry contract (every name emitted) is documented in docs/TELEMETRY.md.
 """
 
 from typing import TYPE_CHECKING, Any

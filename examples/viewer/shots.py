@@ -1,6 +1,6 @@
 """Headless Chromium (Debian's /usr/bin/chromium, driven by Playwright) on the Phoenix viewer.
 
-`png --out docs`: the screenshots in the README, from the demo's traces in a running viewer.
+`png --out docs`: the screenshots in docs/GUIDE.md, from the demo's traces in a running viewer.
 `text --span ID`: what the page shows of one span (Info and Attributes tabs) as JSON, for the test.
 Runs in .venv-viewer. Every request off loopback is refused and reported.
 """

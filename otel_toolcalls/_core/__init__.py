@@ -5,6 +5,7 @@ A chunk's path: ``request`` (one streamed request, from the SDK call to its iter
 machine) -> ``calls`` (one block's end: registry, metrics, span) and, once per stream, the
 inference span and its metrics.
 ``metrics`` owns every instrument and records every signal (one method each); ``telemetry`` holds
-the tracer, the metrics and the settings; ``process`` every process-wide table, with the one
+the tracer, the metrics and the settings; ``owners`` what is kept beside an object the user holds
+(a value for it, its collection watched); ``process`` every process-wide table, with the one
 at-fork hook and the one reset for tests.
 """

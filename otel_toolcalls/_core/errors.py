@@ -1,6 +1,6 @@
 """The package's own failures: never raised into the host, but counted and said once.
 
-Every step the package runs on the host's behalf (processing a chunk, ending a span, reading a
+Every step the package runs on the host's behalf (translating a chunk, ending a span, reading a
 request) fails alone. A failure adds 1 to ``toolcall.internal_errors`` with ``error.site`` (the
 step's name: a code location, so a bounded set) and ``error.type``, and is logged at WARNING the
 first time a site fails (then at DEBUG): an operator sees that the package is failing without a

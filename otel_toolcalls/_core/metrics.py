@@ -44,18 +44,22 @@ class Spec(NamedTuple):
 
 # Every instrument the package records, by name.
 INSTRUMENTS: dict[str, Spec] = {
-    n.METRIC_CALLS: Spec("{call}", "Streamed tool calls by outcome.", observed=True),
-    n.METRIC_DURATION: Spec("s", "Tool-call block start to completion or abort.", TOOL_CALL_SECONDS_BUCKETS),
-    n.METRIC_ARGUMENTS_SIZE: Spec("By", "UTF-8 bytes of a call's argument fragments.", _BYTES_BUCKETS),
-    n.METRIC_ARGUMENTS_DELTAS: Spec("{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS),
+    n.METRIC_TOOLCALL_CALLS: Spec("{call}", "Streamed tool calls by outcome.", observed=True),
+    n.METRIC_TOOLCALL_DURATION: Spec(
+        "s", "Tool-call block start to completion or abort.", TOOL_CALL_SECONDS_BUCKETS
+    ),
+    n.METRIC_TOOLCALL_ARGUMENTS_SIZE: Spec(
+        "By", "UTF-8 bytes of a call's argument fragments.", _BYTES_BUCKETS
+    ),
+    n.METRIC_TOOLCALL_ARGUMENTS_DELTAS: Spec("{delta}", "Argument fragments of a call.", _DELTAS_BUCKETS),
     n.METRIC_EXECUTE_TOOL_DURATION: Spec("s", "Duration of tool executions.", TOOL_CALL_SECONDS_BUCKETS),
-    n.METRIC_REPLAYED_ABORTED: Spec(
+    n.METRIC_TOOLCALL_REPLAYED_ABORTED: Spec(
         "{call}", "Aborted tool calls found again in a later request's input history."
     ),
-    n.METRIC_STREAM_BUFFERED: Spec(
+    n.METRIC_TOOLCALL_STREAM_BUFFERED: Spec(
         "{stream}", "Streams whose chunks arrived in one burst after a long wait."
     ),
-    n.METRIC_INTERNAL_ERRORS: Spec(
+    n.METRIC_TOOLCALL_INTERNAL_ERRORS: Spec(
         "{error}", "Failures of the package's own steps, by site; none reached the application."
     ),
     # The GenAI conventions' inference metrics.
@@ -147,7 +151,7 @@ class StreamEnd:
     # What every inference metric carries: the request's attributes and the response model.
     attributes: dict[str, Any]
     operation: str
-    # Someone else's inference span, whose instrumentation may record some metrics itself.
+    # The adopted span (a peer's or the SDK's), whose instrumentation may record some metrics itself.
     adopted_span: Any
     start_ns: int
     first_chunk_ns: int | None
@@ -179,14 +183,14 @@ class Metrics:
         made = {name: _instrument(meter, name, spec) for name, spec in INSTRUMENTS.items()}
         # Tool names on metrics are bounded (they come from model output).
         self.tool_names = ToolNameLimiter(max_tool_names)
-        self.toolcall_calls = made[n.METRIC_CALLS]
-        self.toolcall_duration = made[n.METRIC_DURATION]
-        self.toolcall_arguments_size = made[n.METRIC_ARGUMENTS_SIZE]
-        self.toolcall_arguments_deltas = made[n.METRIC_ARGUMENTS_DELTAS]
+        self.toolcall_calls = made[n.METRIC_TOOLCALL_CALLS]
+        self.toolcall_duration = made[n.METRIC_TOOLCALL_DURATION]
+        self.toolcall_arguments_size = made[n.METRIC_TOOLCALL_ARGUMENTS_SIZE]
+        self.toolcall_arguments_deltas = made[n.METRIC_TOOLCALL_ARGUMENTS_DELTAS]
         self.execute_tool_duration = made[n.METRIC_EXECUTE_TOOL_DURATION]
-        self.replayed_aborted = made[n.METRIC_REPLAYED_ABORTED]
-        self.stream_buffered = made[n.METRIC_STREAM_BUFFERED]
-        self.internal_errors = made[n.METRIC_INTERNAL_ERRORS]
+        self.toolcall_replayed_aborted = made[n.METRIC_TOOLCALL_REPLAYED_ABORTED]
+        self.toolcall_stream_buffered = made[n.METRIC_TOOLCALL_STREAM_BUFFERED]
+        self.toolcall_internal_errors = made[n.METRIC_TOOLCALL_INTERNAL_ERRORS]
         self.inference_duration = made[n.METRIC_INFERENCE_DURATION]
         self.operation_duration = made[n.METRIC_OPERATION_DURATION]
         self.time_to_first_chunk = made[n.METRIC_TIME_TO_FIRST_CHUNK]
@@ -231,18 +235,18 @@ class Metrics:
         }
         if model:
             attributes[n.GEN_AI_REQUEST_MODEL] = model
-        self.replayed_aborted.add(1, attributes)
+        self.toolcall_replayed_aborted.add(1, attributes)
 
     def stream_was_buffered(self, provider: str, model: str | None) -> None:
         """``toolcall.stream.buffered``: a stream whose chunks came in one burst after a long wait."""
         attributes = {n.GEN_AI_PROVIDER_NAME: provider}
         if model:
             attributes[n.GEN_AI_REQUEST_MODEL] = model
-        self.stream_buffered.add(1, attributes)
+        self.toolcall_stream_buffered.add(1, attributes)
 
     def internal_error(self, site: str, error_type: str) -> None:
         """``toolcall.internal_errors``: one failure of the package's own step at ``site``."""
-        self.internal_errors.add(1, {n.ERROR_SITE: site, n.ERROR_TYPE: error_type})
+        self.toolcall_internal_errors.add(1, {n.ERROR_SITE: site, n.ERROR_TYPE: error_type})
 
     def stream_ended(self, end: StreamEnd) -> None:
         """The conventions' inference metrics of one stream: duration (``error.type`` when it

@@ -1,4 +1,4 @@
-"""Someone else's inference span for a request: how the package knows one when it sees it.
+"""A peer's inference span for a request (another instrumentation's): how the package knows one.
 
 Only what a span or its context shows publicly (a context value, the span's kind and attributes),
 never a peer's private state. Each rule is a peer's published convention (TELEMETRY.md section 6).
@@ -59,7 +59,7 @@ _util_genai_getter: list[Any] = []
 
 
 def peer_inference_span(ctx: otel_context.Context) -> Any:
-    """Someone else's inference span for this request, still recording: the current span of
+    """A peer's inference span for this request, still recording: the current span of
     ``ctx`` when it is one (a span of another tracer provider that shows neither kind nor
     attributes is not one, for the package), else OpenInference's span of the LangChain model run
     in progress; None otherwise.
@@ -144,7 +144,7 @@ def _langchain_span() -> Any:
 
 def suppressed_span(ctx: otel_context.Context) -> Any:
     """Under instrumentation suppressed (in the current context), the current span of ``ctx`` when
-    it stands in for a span someone else records: not recording itself, local (not a propagated
+    it stands in for a span a peer records: not recording itself, local (not a propagated
     parent), of a sampled trace. Logfire hands out such spans while it suppresses other
     instrumentation of the SDK's call (the anthropic SDK's own span, there), sharing the context
     of its own recording span."""

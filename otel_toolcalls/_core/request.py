@@ -8,8 +8,6 @@ existed (``failed_before_stream``). A request in flight is the context variable 
 from __future__ import annotations
 
 import contextvars
-import functools
-import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -20,26 +18,14 @@ from opentelemetry import trace
 
 from . import process, replay
 from .errors import guarded
+from .owners import watch
 from .peers import peer_inference_span
 from .sink import Translator
 from .state import RequestInfo, StreamState, now_ns
-from .stream import bind, bound, ended_by, install_exit_hook, wrap_async, wrap_sync
+from .stream import bind, ended_by, install_exit_hook, wrap_async, wrap_sync
 from .telemetry import Telemetry
 
-__all__ = [
-    "CURRENT",
-    "Request",
-    "current",
-    "keep",
-    "kept",
-    "model_of",
-    "stash",
-    "stashed",
-    "traced_elsewhere",
-    "watch",
-]
-
-_log = logging.getLogger(__name__)
+__all__ = ["CURRENT", "Request", "current", "model_of", "stash", "stashed"]
 
 
 @dataclass
@@ -123,7 +109,7 @@ class Request:
 
     def failed_before_stream(self, exc: BaseException) -> None:
         """The request raised before any stream existed (refused, throttled, unreachable): the
-        inference span still records it (someone else's, adopted, gets the outcome), and the
+        inference span still records it (an adopted one gets the outcome), and the
         metrics, unless the SDK traces its requests itself."""
         if self.state is not None:
             return
@@ -228,52 +214,5 @@ def current(key: object = None) -> Request | None:
     return found
 
 
-def traced_elsewhere(*keys: object) -> StreamState | None:
-    """The state another adapter bound to one of ``keys`` (LiteLLM over the openai SDK), if any."""
-    for key in keys:
-        state = bound(key) if key is not None else None
-        if state is not None:
-            return state
-    return None
-
-
-# Per-stream state an adapter keeps for an SDK object it cannot wrap (LiteLLM's stream wrapper is
-# the object the user iterates): keyed weakly on it, never in its attributes. A value must not
-# reference its key (through a bound method of it, say), or the key never dies.
-_KEPT: weakref.WeakKeyDictionary[Any, Any] = process.KEPT
-
-
-def keep(owner: object, value: Any) -> None:
-    _KEPT[owner] = value
-
-
-def kept(owner: object) -> Any:
-    try:
-        return _KEPT.get(owner)
-    except TypeError:  # unhashable: never kept
-        return None
-
-
 def model_of(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def watch(owner: object, state: StreamState) -> None:
-    """Ends ``state`` as abandoned when ``owner`` (what the user holds) is garbage-collected.
-
-    A weak reference to ``owner`` whose callback holds the state weakly, kept by the state itself:
-    until the stream ends the core's table of live streams keeps the state (and so the reference);
-    once it ended, nothing here keeps it (or its spans) alive for as long as the user keeps the
-    stream object, and the stream's end need not detach anything. A plain weak reference rather
-    than ``weakref.finalize``: a fifth of the cost per stream, and no atexit run to switch off
-    (interpreter exit is stream._end_live_streams's, before the tracer provider's shutdown)."""
-    try:
-        state.watcher = weakref.ref(owner, functools.partial(_abandon, weakref.ref(state)))
-    except TypeError:
-        _log.debug("otel_toolcalls: %r cannot be watched for collection", type(owner))
-
-
-def _abandon(ref: weakref.ref[StreamState], _owner: Any = None) -> None:
-    state = ref()
-    if state is not None:
-        state.abandoned()

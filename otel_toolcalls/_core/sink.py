@@ -81,11 +81,11 @@ def by_type(handlers: dict[str, Translator], *, name: str, module: str) -> Trans
     """A translator that hands each event to the handler of its ``type`` (others are ignored);
     ``name`` and ``module`` are its own, for the internal-error site it reports under."""
 
-    def process_event(state: Sink, event: Any) -> None:
+    def translate_event(state: Sink, event: Any) -> None:
         handler = handlers.get(event.type)
         if handler is not None:
             handler(state, event)
 
-    process_event.__qualname__ = process_event.__name__ = name
-    process_event.__module__ = module
-    return process_event
+    translate_event.__qualname__ = translate_event.__name__ = name
+    translate_event.__module__ = module
+    return translate_event

@@ -50,8 +50,8 @@ class RequestInfo:
     server_port: int | None = None
     start_ns: int | None = None
     parent: otel_context.Context | None = None
-    # Someone else's inference span for this request (an SDK that traces itself, another
-    # instrumentation): tool-call spans become its children and the package makes none.
+    # The adopted span: the SDK's own inference span for this request or a peer's (another
+    # instrumentation's): tool-call spans become its children and the package makes none.
     adopted_span: Span | None = None
 
     def attributes(self) -> dict[str, Any]:
@@ -118,7 +118,7 @@ class StreamState:
         self.first_chunk_ns: int | None = None
         self.buffered = False
         # The weak reference that abandons the stream when the user's object is collected
-        # (request.watch); held here so that it lives exactly as long as the state.
+        # (owners.watch); held here so that it lives exactly as long as the state.
         self.watcher: Any = None
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 
@@ -364,7 +364,7 @@ class StreamState:
             self._final = True
             span = self.request.adopted_span
             if span is not None and span.is_recording():
-                # Someone else's span (an SDK that traces itself) may end with the body, before this
+                # The adopted span (an SDK span, say) may end with the body, before this
                 # stream is finalized: its toolcall.* attributes are written now, while it is open.
                 span.set_attributes(self._outcome_attributes(self._outcome(n.INCOMPLETE, None)[0]))
 

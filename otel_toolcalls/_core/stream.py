@@ -1,7 +1,7 @@
 """The one finalize-once stream wrapper every adapter hands its SDK's iterator to.
 
-Reading a chunk and processing it are guarded separately: what the SDK's iterator raises is the
-stream's failure and goes back to the caller untouched; what processing raises is ours, counted and
+Reading a chunk and translating it are guarded separately: what the SDK's iterator raises is the
+stream's failure and goes back to the caller untouched; what translating raises is ours, counted and
 logged (``errors``) and dropped, and the chunk is yielded exactly as the SDK made it.
 
 The sync and async generators differ only in ``for``/``async for``; what a chunk or an exception
@@ -57,7 +57,7 @@ class _Ending:
 
 
 # Each chunk is handled in the generator's own body, not in a shared helper: a call per chunk is
-# a large part of the package's per-chunk cost. What processing raises is reported, not raised.
+# a large part of the package's per-chunk cost. What translating raises is reported, not raised.
 
 
 def wrap_sync(inner: Iterator[T], state: StreamState, translate: Translator) -> Iterator[T]:
@@ -118,6 +118,15 @@ def bound(key: object) -> StreamState | None:
         return _BOUND.get(key)
     except TypeError:
         return None
+
+
+def traced_elsewhere(*keys: object) -> StreamState | None:
+    """The state another adapter bound to one of ``keys`` (LiteLLM over the openai SDK), if any."""
+    for key in keys:
+        state = bound(key) if key is not None else None
+        if state is not None:
+            return state
+    return None
 
 
 def close_seen(key: object) -> None:

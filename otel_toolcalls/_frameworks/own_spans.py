@@ -1,4 +1,4 @@
-"""Someone else's execution span: a framework that makes its own (Strands, ADK, AutoGen).
+"""A framework's own execution span: a framework that makes one (Strands, ADK, AutoGen).
 
 The adapters find that span through the framework itself (the span it handed its tool runner, or
 the one it made for this call), never by reading ``span.attributes`` / ``span.kind``, which only

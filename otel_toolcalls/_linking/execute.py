@@ -101,7 +101,7 @@ def annotate_execution(
     telemetry: Telemetry | None = None,
     unknown: bool = True,
 ) -> None:
-    """For an execution span someone else made (a framework's): add ``toolcall.outcome``, the call id
+    """For a framework's own execution span: add ``toolcall.outcome``, the call id
     where the span has none, and, for a completed call, the link; in strict mode raise
     ``IncompleteToolCallError`` for an aborted call. The span is never ended here.
     ``unknown=False``: a call never seen adds nothing to the span."""

@@ -40,8 +40,8 @@ class Execution:
     entering raises only ``IncompleteToolCallError`` (strict mode), before the tool runs; leaving
     ends the span with the error the tool raised, or the one ``returned`` read from its result.
 
-    Never two execution spans for one execution: inside someone else's execution span for this
-    call, that span gets the outcome and the link; inside one already annotated (ours, or a
+    Never two execution spans for one execution: inside a framework's own execution span for
+    this call, that span gets the outcome and the link; inside one already annotated (ours, or a
     framework's that an outer adapter handled), nothing more is added.
     """
 
@@ -50,7 +50,7 @@ class Execution:
     def __init__(
         self, call_id: str | None, name: str | None, telemetry: Telemetry, *, unknown: bool = True
     ) -> None:
-        """``unknown=False``: someone else's span for a call never seen streamed gets no outcome."""
+        """``unknown=False``: a framework's own span for a call never seen streamed gets no outcome."""
         self._call_id = call_id or None
         self._unknown = unknown
         self._name = name

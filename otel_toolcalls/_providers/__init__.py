@@ -1,2 +1,3 @@
 """One adapter per provider API: a folder for an SDK with several parts, a module for one with one.
-``formats/`` holds the wire formats several SDKs share; the rest here is shared SDK plumbing."""
+``formats/`` holds the wire formats several SDKs share; what adapters share about SDK objects is
+in ``_sdks/``."""

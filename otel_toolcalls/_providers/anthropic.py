@@ -1,6 +1,6 @@
 """The anthropic SDK: Messages streams, stable and beta, on every client class.
 
-One set of patches for the SDK (``_providers.stainless``); the translator is
+One set of patches for the SDK (``_sdks.stainless``); the translator is
 ``_providers.formats.anthropic_messages``.
 """
 
@@ -10,10 +10,10 @@ import logging
 from typing import Any
 
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
 
-from .formats.anthropic_messages import history_ids, process_event
-from .stainless import Route, StainlessSDK
+from .formats.anthropic_messages import history_ids, translate_event
 
 _log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def _provider_of(client: Any) -> str | None:
 SDK = StainlessSDK(
     module="anthropic",
     provider="anthropic",
-    routes=[Route(_is_messages, process_event, "chat", history_ids)],
+    routes=[Route(_is_messages, translate_event, "chat", history_ids)],
     find_sdk_span=_sdk_span,
     sdk_traces=_sdk_traces,
     provider_of=_provider_of,

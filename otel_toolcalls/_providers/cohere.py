@@ -18,10 +18,9 @@ from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.request import CURRENT, Request, current, model_of
 from otel_toolcalls._core.sink import Sink, by_type
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.returned import hand_back
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
-
-from .returned import hand_back
-from .servers import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -117,7 +116,7 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-process_event = by_type(_HANDLERS, name="process_event", module=__name__)
+translate_event = by_type(_HANDLERS, name="translate_event", module=__name__)
 
 
 # -- the raw request: where the stream is made --------------------------------------------------------
@@ -137,7 +136,7 @@ class _Response(wrapt.ObjectProxy):
 
 def _attached(request: Request, response: Any) -> Any:
     try:
-        return _Response(response, request.attach(response.data, process_event))
+        return _Response(response, request.attach(response.data, translate_event))
     except Exception as exc:
         report("cohere attach", exc)
         return response
@@ -238,7 +237,7 @@ def instrument(telemetry: Telemetry) -> bool:
             return stream
 
     # The raw client makes every v2 stream, whatever client object leads there. The public method
-    # makes its generator's close seen (_providers.returned) and begins the request; cohere's Client binds its
+    # makes its generator's close seen (_sdks.returned) and begins the request; cohere's Client binds its
     # methods in __init__, so a client made before instrument() keeps the bare generator (its
     # close() is then recorded as abandoned) and its request begins at the raw client.
     _patches.wrap(_RAW, "RawV2Client.chat_stream", raw_chat_stream)

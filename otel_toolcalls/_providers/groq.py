@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
 
-from .formats.chat_completions import process_chunk
-from .stainless import Route, StainlessSDK
+from .formats.chat_completions import translate_chunk
 
 SDK = StainlessSDK(
     module="groq",
     provider="groq",
-    routes=[Route(lambda path: path.endswith("/chat/completions"), process_chunk, "chat")],
+    routes=[Route(lambda path: path.endswith("/chat/completions"), translate_chunk, "chat")],
     # Leaving `with_streaming_response` closes the APIResponse, never the Stream it parsed.
     helper_closes=[
         ("groq._response", "APIResponse.close", "http_response"),

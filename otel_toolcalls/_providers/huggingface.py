@@ -11,14 +11,15 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import report
-from otel_toolcalls._core.request import Request, current, model_of, watch
+from otel_toolcalls._core.owners import watch
+from otel_toolcalls._core.request import Request, current, model_of
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.returned import hand_back
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .formats import chat_completions as chat
-from .returned import hand_back
-from .servers import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ def _index(tool_call: Any, position: int) -> int:
     return index if isinstance(index, int) else position
 
 
-def process_chunk(state: Sink, chunk: Any) -> None:
+def translate_chunk(state: Sink, chunk: Any) -> None:
     # {"id":"","model":"tgi","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,
     #  "id":"","type":"function","function":{"name":"get_weather","arguments":"{\""}}]},
     #  "finish_reason":null}]}
@@ -68,7 +69,7 @@ def process_chunk(state: Sink, chunk: Any) -> None:
             # block can be told from it.
             _log.debug("tool_calls is no list (TGI < 3.0): not counted")
             return
-    chat.process_chunk(state, chunk, index_of=_index)
+    chat.translate_chunk(state, chunk, index_of=_index)
 
 
 # -- wiring ------------------------------------------------------------------------------------------
@@ -103,7 +104,7 @@ def _hand_back(request: Request, stream: Any) -> Any:
     # The client breaks on `data: [DONE]` and raises on an in-stream {"error": ...} payload
     # (GenerationError and siblings): both reach the finalize-once wrapper as the stream's end.
     try:
-        traced = request.attach(stream, process_chunk)
+        traced = request.attach(stream, translate_chunk)
         state = request.stream()
         returned = hand_back(traced, on_close=state.closed)
         watch(returned, state)

@@ -13,14 +13,15 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import guarded
-from otel_toolcalls._core.request import Request, keep, kept, model_of, traced_elsewhere, watch
+from otel_toolcalls._core.owners import keep, kept, watch
+from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.state import StreamState
-from otel_toolcalls._core.stream import wrap_async, wrap_sync
+from otel_toolcalls._core.stream import traced_elsewhere, wrap_async, wrap_sync
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
-from .formats.chat_completions import process_chunk
-from .servers import server_of
+from .formats.chat_completions import translate_chunk
 
 _log = logging.getLogger(__name__)
 
@@ -156,7 +157,7 @@ def instrument(telemetry: Telemetry) -> bool:
         if traced is None or traced.finished:
             return wrapped(*args, **kwargs)
         if traced.iterator is None:
-            traced.iterator = wrap_sync(_pull(weakref.WeakMethod(wrapped)), traced.state, process_chunk)
+            traced.iterator = wrap_sync(_pull(weakref.WeakMethod(wrapped)), traced.state, translate_chunk)
         traced.pulling = True
         try:
             return next(traced.iterator)
@@ -171,7 +172,7 @@ def instrument(telemetry: Telemetry) -> bool:
         if traced is None or traced.finished:
             return await wrapped(*args, **kwargs)
         if traced.iterator is None:
-            traced.iterator = wrap_async(_apull(weakref.WeakMethod(wrapped)), traced.state, process_chunk)
+            traced.iterator = wrap_async(_apull(weakref.WeakMethod(wrapped)), traced.state, translate_chunk)
         traced.pulling = True
         try:
             return await traced.iterator.__anext__()

@@ -18,11 +18,11 @@ from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.stream import close_seen
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.returned import Transparent
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
-from .formats.chat_completions import process_chunk
-from .returned import Transparent
-from .servers import server_of
+from .formats.chat_completions import translate_chunk
 
 _log = logging.getLogger(__name__)
 
@@ -53,9 +53,9 @@ def _index(tool_call: Any, position: int) -> int:
     return tool_call.index if "index" in tool_call.model_fields_set else position
 
 
-def process_event(state: Sink, event: Any) -> None:
+def translate_event(state: Sink, event: Any) -> None:
     # CompletionEvent.data is a CompletionChunk: {"id":...,"choices":[{"delta":{"tool_calls":[...]}}]}
-    process_chunk(state, event.data, index_of=_index)
+    translate_chunk(state, event.data, index_of=_index)
 
 
 # -- wiring ------------------------------------------------------------------------------------------
@@ -85,7 +85,9 @@ class _Stand(Transparent):
         response = stream.response
         request.server = _server(response)
         sdk_span = functools.partial(_sdk_span, response)
-        events = request.attach(stream.generator, process_event, key=response, owner=self, sdk_span=sdk_span)
+        events = request.attach(
+            stream.generator, translate_event, key=response, owner=self, sdk_span=sdk_span
+        )
         object.__setattr__(self, "_self_events", events)
 
     @property

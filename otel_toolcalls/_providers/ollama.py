@@ -14,13 +14,13 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import usage
 from otel_toolcalls._core.errors import report
-from otel_toolcalls._core.request import Request, model_of, watch
+from otel_toolcalls._core.owners import watch
+from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._sdks.returned import hand_back
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
-
-from .returned import hand_back
-from .servers import server_of
 
 _log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ _patches = Patches()
 # -- translator --------------------------------------------------------------------------------------
 
 
-def process_chunk(state: Sink, chunk: Any) -> None:
+def translate_chunk(state: Sink, chunk: Any) -> None:
     # {"model":"qwen3:8b","created_at":"...","message":{"role":"assistant","content":"",
     #  "tool_calls":[{"function":{"name":"get_weather","arguments":{"city":"Zürich"}}}]},"done":false}
     if state.response_model is None:
@@ -90,7 +90,7 @@ def _new_request(telemetry: Telemetry, instance: Any, args: Any, kwargs: Any) ->
 
 def _traced(request: Request, stream: Any) -> Any:
     # A bare generator from the client: one of the same kind, that sees close(), is handed back.
-    traced = request.attach(stream, process_chunk)
+    traced = request.attach(stream, translate_chunk)
     state = request.stream()
     returned = hand_back(traced, on_close=state.closed)
     # A stream never iterated runs no code when collected: its collection is watched too.

@@ -1,12 +1,12 @@
-"""The pytest plugin (entry point ``pytest11``: ``otel_toolcalls``): fixtures ``toolcalls`` and
-``fake_llm``, and the ``toolcalls`` marker for instrumentor settings.
+"""The pytest plugin: fixtures ``toolcalls`` and ``fake_llm``, and the ``toolcalls`` marker for
+instrumentor settings. Opt-in, as contrib's test helpers are: ``pytest_plugins =
+["otel_toolcalls.testing.pytest_plugin"]`` in a conftest.py, or ``-p otel_toolcalls.testing.pytest_plugin``.
 
     @pytest.mark.toolcalls(strict=True)          # optional: instrument() keywords for this test
     def test_loop(toolcalls, fake_llm): ...
 
-The plugin is loaded in every pytest session of an environment that has the package installed,
-so it imports nothing at load time: the SDK, the instrumentor and the fake are imported when a
-test asks for a fixture.
+It imports nothing at load time: the SDK, the instrumentor and the fake are imported when a test
+asks for a fixture.
 """
 
 from __future__ import annotations

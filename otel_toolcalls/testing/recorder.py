@@ -136,7 +136,7 @@ class ToolCalls:
     def counts(self) -> dict[tuple[str, str | None], int]:
         """``toolcall.calls`` by (outcome, abort reason)."""
         counts: dict[tuple[str, str | None], int] = {}
-        for point in self.points(n.METRIC_CALLS):
+        for point in self.points(n.METRIC_TOOLCALL_CALLS):
             key = (point.attributes[n.TOOLCALL_OUTCOME], point.attributes.get(n.TOOLCALL_ABORT_REASON))
             counts[key] = counts.get(key, 0) + point.value
         return counts

@@ -252,7 +252,9 @@ def assert_unterminated(telemetry: Any, call_id: str, delivered: str) -> None:
     assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(delivered.encode("utf-8"))
     assert tool_call_outcome(call_id) == "aborted"
     assert telemetry.calls_by_outcome() == {("aborted", "unterminated"): 1}
-    (point,) = [p for p in telemetry.points(n.METRIC_CALLS) if p.attributes[n.TOOLCALL_OUTCOME] == "aborted"]
+    (point,) = [
+        p for p in telemetry.points(n.METRIC_TOOLCALL_CALLS) if p.attributes[n.TOOLCALL_OUTCOME] == "aborted"
+    ]
     assert point.attributes[n.ERROR_TYPE] == n.UNTERMINATED
     assert_refused_and_unlinked(telemetry, call_id, n.UNTERMINATED)
 

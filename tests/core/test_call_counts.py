@@ -35,7 +35,7 @@ def tokens(telemetry, name):
 @pytest.mark.parametrize(
     ("name", "unit"),
     [
-        (n.METRIC_CALLS, "{call}"),
+        (n.METRIC_TOOLCALL_CALLS, "{call}"),
         (n.METRIC_USAGE_INPUT_TOKENS, "{token}"),
         (n.METRIC_USAGE_OUTPUT_TOKENS, "{token}"),
     ],

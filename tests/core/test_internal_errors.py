@@ -14,7 +14,7 @@ from otel_toolcalls._core import process
 from otel_toolcalls._providers.formats import chat_completions as _chat_completions
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 
-SITE = "_providers.formats.chat_completions.process_chunk"
+SITE = "_providers.formats.chat_completions.translate_chunk"
 
 
 class TranslatorBug(Exception):

@@ -18,8 +18,9 @@ from otel_toolcalls._core import names as n
 from otel_toolcalls._core import process
 from otel_toolcalls._core.calls import classify
 from otel_toolcalls._core.errors import warn_once
+from otel_toolcalls._core.owners import keep, kept
 from otel_toolcalls._core.registry import CallRecord
-from otel_toolcalls._core.request import Request, keep, kept, stash, stashed
+from otel_toolcalls._core.request import Request, stash, stashed
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.stream import bind, bound
 from otel_toolcalls._core.telemetry import Telemetry, active, in_force, set_active

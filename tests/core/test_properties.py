@@ -19,7 +19,7 @@ from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import Telemetry as Wiring
-from otel_toolcalls._providers.formats.chat_completions import process_chunk
+from otel_toolcalls._providers.formats.chat_completions import translate_chunk
 from otel_toolcalls.testing import split_at
 from otel_toolcalls.testing.openai_chat import Event, ToolCall, chunk, request, script_for
 
@@ -131,7 +131,7 @@ def test_random_interleavings_through_the_translator(case, ending, stop_at):
         stream.append(_sdk_chunk(Event(finish_reason=ending)))
         delivered_upto = len(stream)
     for c in stream[:delivered_upto]:
-        process_chunk(state, c)
+        translate_chunk(state, c)
     if ending == "cut":
         state.failed(openai.APIConnectionError(request=_REQUEST))
         expected: tuple[str, str | None] = ("aborted", "stream_error")

@@ -13,12 +13,12 @@ import pytest
 from opentelemetry import trace
 
 from otel_toolcalls._core.telemetry import REGISTRY
-from otel_toolcalls._providers import stainless
 from otel_toolcalls._providers.bedrock.converse import history_ids as bedrock_ids
 from otel_toolcalls._providers.formats.anthropic_messages import history_ids as anthropic_ids
 from otel_toolcalls._providers.formats.chat_completions import history_ids as openai_chat_ids
 from otel_toolcalls._providers.formats.responses import history_ids as openai_responses_ids
 from otel_toolcalls._providers.openai import adapter as openai_adapter
+from otel_toolcalls._sdks import stainless
 from otel_toolcalls.testing import Script
 from otel_toolcalls.testing.openai_chat import WEATHER, events_for, script_for, tool_call_script
 

@@ -64,7 +64,7 @@ def core(telemetry: Any) -> Any:
 
 
 def calls_counted(telemetry: Any) -> int:
-    return sum(point.value for point in telemetry.points(n.METRIC_CALLS))
+    return sum(point.value for point in telemetry.points(n.METRIC_TOOLCALL_CALLS))
 
 
 def assert_every_call_accounted(telemetry: Any, ledger: Ledger) -> None:
@@ -235,7 +235,7 @@ def test_raising_span_processor_keeps_registry_metrics_and_strict(
     assert tool_call_outcome("call_par_2") == "completed"
     assert tool_call_outcome("call_weather_1") == "aborted"
     assert telemetry.calls_by_outcome() == {("completed", None): 2, ("aborted", "stream_error"): 1}
-    assert sum(p.count for p in telemetry.points(n.METRIC_DURATION)) == 3
+    assert sum(p.count for p in telemetry.points(n.METRIC_TOOLCALL_DURATION)) == 3
     ran: list[str] = []
     with execute_tool("call_par_1"):
         ran.append("call_par_1")
@@ -411,14 +411,14 @@ def test_ids_over_256_characters(telemetry, instrument, fake, openai_client):
     (chat,) = replayed
     (event,) = chat.events
     assert event.attributes[n.GEN_AI_TOOL_CALL_ID] == LONG_CUT[:256]
-    assert sum(p.value for p in telemetry.points(n.METRIC_REPLAYED_ABORTED)) == 1
+    assert sum(p.value for p in telemetry.points(n.METRIC_TOOLCALL_REPLAYED_ABORTED)) == 1
 
 
 # -- 5. zero is a number: a call without fragments has size 0 (whole calls aside) -----------------
 
 
 def _sizes_agree_with_calls(telemetry: Any) -> None:
-    sizes = sum(p.count for p in telemetry.points(n.METRIC_ARGUMENTS_SIZE))
+    sizes = sum(p.count for p in telemetry.points(n.METRIC_TOOLCALL_ARGUMENTS_SIZE))
     assert sizes == calls_counted(telemetry), "every counted call has a point in the size histogram"
 
 
@@ -432,7 +432,7 @@ def test_call_aborted_before_its_first_fragment_has_size_zero(telemetry, instrum
     assert span.attributes[n.TOOLCALL_ABORT_REASON] == n.STREAM_ERROR
     assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
     assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == 0
-    (size,) = telemetry.points(n.METRIC_ARGUMENTS_SIZE)
+    (size,) = telemetry.points(n.METRIC_TOOLCALL_ARGUMENTS_SIZE)
     assert (size.count, size.sum) == (1, 0)
     _sizes_agree_with_calls(telemetry)
 
@@ -455,7 +455,7 @@ def test_server_tool_use_with_empty_input_has_size_zero(telemetry, instrument, f
     assert spans["tool_call get_weather"].attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(
         WEATHER.arguments.encode("utf-8")
     )
-    assert sorted(p.count for p in telemetry.points(n.METRIC_ARGUMENTS_SIZE)) == [1, 1]
+    assert sorted(p.count for p in telemetry.points(n.METRIC_TOOLCALL_ARGUMENTS_SIZE)) == [1, 1]
     _sizes_agree_with_calls(telemetry)
 
 
@@ -472,7 +472,7 @@ def test_gemini_whole_call_still_has_no_size(telemetry, instrument, fake):
     assert span.attributes[n.TOOLCALL_OUTCOME] == n.COMPLETED
     assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
     assert n.TOOLCALL_ARGUMENTS_SIZE not in span.attributes
-    assert telemetry.points(n.METRIC_ARGUMENTS_SIZE) == []
+    assert telemetry.points(n.METRIC_TOOLCALL_ARGUMENTS_SIZE) == []
 
 
 # -- 6. exception text is content: the type by default, the message only with capture on ---------

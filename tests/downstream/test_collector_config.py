@@ -66,14 +66,18 @@ _INFERENCE = (
 )
 _TOKENS = (*_INFERENCE, N.GEN_AI_TOKEN_MODALITY)
 METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    N.METRIC_CALLS: ("counter", "{call}", (*_PMT, N.TOOLCALL_OUTCOME, N.TOOLCALL_ABORT_REASON, N.ERROR_TYPE)),
-    N.METRIC_DURATION: (
+    N.METRIC_TOOLCALL_CALLS: (
+        "counter",
+        "{call}",
+        (*_PMT, N.TOOLCALL_OUTCOME, N.TOOLCALL_ABORT_REASON, N.ERROR_TYPE),
+    ),
+    N.METRIC_TOOLCALL_DURATION: (
         "histogram",
         "s",
         (*_PMT, N.TOOLCALL_OUTCOME, N.TOOLCALL_ABORT_REASON, N.ERROR_TYPE),
     ),
-    N.METRIC_ARGUMENTS_SIZE: ("histogram", "By", (*_PMT, N.TOOLCALL_OUTCOME)),
-    N.METRIC_ARGUMENTS_DELTAS: ("histogram", "{delta}", (*_PMT, N.TOOLCALL_OUTCOME)),
+    N.METRIC_TOOLCALL_ARGUMENTS_SIZE: ("histogram", "By", (*_PMT, N.TOOLCALL_OUTCOME)),
+    N.METRIC_TOOLCALL_ARGUMENTS_DELTAS: ("histogram", "{delta}", (*_PMT, N.TOOLCALL_OUTCOME)),
     N.METRIC_EXECUTE_TOOL_DURATION: (
         "histogram",
         "s",
@@ -87,9 +91,9 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     N.METRIC_USAGE_CACHE_READ_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
     N.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS: ("counter", "{token}", _TOKENS),
     N.METRIC_USAGE_REASONING_OUTPUT_TOKENS: ("counter", "{token}", _TOKENS),
-    N.METRIC_REPLAYED_ABORTED: ("counter", "{call}", _PMT),
-    N.METRIC_STREAM_BUFFERED: ("counter", "{stream}", _PM),
-    N.METRIC_INTERNAL_ERRORS: ("counter", "{error}", (N.ERROR_SITE, N.ERROR_TYPE)),
+    N.METRIC_TOOLCALL_REPLAYED_ABORTED: ("counter", "{call}", _PMT),
+    N.METRIC_TOOLCALL_STREAM_BUFFERED: ("counter", "{stream}", _PM),
+    N.METRIC_TOOLCALL_INTERNAL_ERRORS: ("counter", "{error}", (N.ERROR_SITE, N.ERROR_TYPE)),
 }
 _UNIT_SUFFIX = {"s": "_seconds", "By": "_bytes"}
 
@@ -797,7 +801,7 @@ def test_compose_has_the_whole_stack_with_pinned_images() -> None:
     for name, image in images.items():
         tag = image.rsplit(":", 1)[-1]
         assert ":" in image and tag != "latest", f"{name}: pin the image version"
-    # The release the README names for the compose stack.
+    # The release docs/GUIDE.md names for the compose stack.
     version = tuple(int(x) for x in images["otelcol"].rsplit(":", 1)[1].split("."))
     assert version >= (0, 144, 0)
     for name, service in services.items():

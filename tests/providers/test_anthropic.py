@@ -28,7 +28,7 @@ SDK_TRACES = traces_itself(anthropic.Anthropic)
 needs_sdk_tracing = pytest.mark.skipif(
     not SDK_TRACES, reason=f"anthropic {anthropic.__version__} has no tracing of its own"
 )
-# The runner's executions are seen from anthropic 1.14 (its `_tool_use_span`, README: cannot be seen).
+# The runner's executions are seen from anthropic 1.14 (`_tool_use_span`; docs/SUPPORT.md).
 needs_tool_runner = pytest.mark.skipif(
     not SDK_TRACES, reason=f"anthropic {anthropic.__version__}: tool runner executions are not seen"
 )

@@ -1,5 +1,6 @@
 """docs/ARCHITECTURE.md is the newcomer's map: every file, folder and test it points to exists, so a
-move that forgets the map fails here rather than in a reader's search."""
+move that forgets the map fails here rather than in a reader's search; the README and the other
+docs likewise, and the retired words stay retired."""
 
 from __future__ import annotations
 
@@ -33,9 +34,78 @@ def test_every_pointer_of_the_architecture_doc_exists() -> None:
     assert [p for p in pointers if not _exists(p)] == []
 
 
+# Paths inside the SDKs' own sdists (docs/DEVELOPMENT.md, make sdk-suites), not in this repository.
+ELSEWHERE = {
+    "tests/lib",
+    "tests/lib/test_fine_tuning_positional_arguments.py",
+    "tests/test_send_queue_reconnect.py",
+}
+
+
+def test_every_pointer_of_the_other_docs_exists() -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    found = {
+        f"{doc.relative_to(ROOT)}: {pointer}"
+        for doc in docs
+        for pointer in POINTER.findall(doc.read_text())
+        if pointer not in ELSEWHERE and not _exists(pointer)
+    }
+    assert len(docs) >= 6 and found == set()
+
+
 def test_the_check_sees_a_stale_pointer() -> None:
     assert not _exists("_core/inference_metrics.py")
     assert not _exists("tests/repo/test_import_graph.py::test_no_such_test")
     assert _exists("_core/metrics.py") and _exists(
         "tests/repo/test_import_graph.py::test_the_core_names_no_provider"
     )
+
+
+# Words retired for one word per idea (docs/ARCHITECTURE.md, "Words"): what each became.
+RETIRED = {
+    r"\bforeign\b": "peer (another instrumentation's span)",
+    r"someone else's": "peer span, SDK span, adopted span, a framework's own span",
+    r"\bprocess_(chunk|event|message)\b": "translate_chunk / translate_event / translate_message",
+    r"\bsink\.Handler\b|\bstream\.Process\b": "sink.Translator",
+    r"_providers[/.](stainless|returned|servers)\b": "_sdks/",
+    r"\bMETRIC_(CALLS|DURATION|ARGUMENTS_SIZE|ARGUMENTS_DELTAS)\b": "METRIC_TOOLCALL_*",
+}
+
+
+def _retired_in(text: str) -> list[str]:
+    return [pattern for pattern in RETIRED if re.search(pattern, text, re.IGNORECASE)]
+
+
+def _texts() -> dict[str, str]:
+    # The package, its docs and benchmarks; not the tests, whose checks plant the retired words.
+    files = [*(ROOT / "otel_toolcalls").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    files += [*(ROOT / "benchmarks").glob("*.py")]
+    return {str(p.relative_to(ROOT)): p.read_text() for p in files}
+
+
+def test_retired_words_stay_retired() -> None:
+    texts = _texts()
+    assert len(texts) > 100 and {"docs/ARCHITECTURE.md", "benchmarks/hotpath.py"} <= set(texts)
+    assert {name: _retired_in(text) for name, text in texts.items() if _retired_in(text)} == {}
+
+
+def test_the_check_sees_a_retired_word() -> None:
+    assert _retired_in("the foreign span; process_chunk(state, c); n.METRIC_DURATION") == [
+        r"\bforeign\b",
+        r"\bprocess_(chunk|event|message)\b",
+        r"\bMETRIC_(CALLS|DURATION|ARGUMENTS_SIZE|ARGUMENTS_DELTAS)\b",
+    ]
+    assert _retired_in("translate_chunk, a peer's span, METRIC_TOOLCALL_DURATION") == []
+
+
+def test_the_map_names_each_command_where_its_code_is() -> None:
+    # The chaos proxy's code is testing/chaos.py, run as `otel-toolcalls chaos`: the map says so.
+    from otel_toolcalls._cli import main
+
+    text = DOC.read_text()
+    where = {
+        name: module.removeprefix("otel_toolcalls.").replace(".", "/") + ".py"
+        for name, (module, _) in main._COMMANDS.items()
+    }
+    assert {"doctor", "chaos"} <= set(where)
+    assert [f"{name} ({path}" for name, path in where.items() if f"{name} ({path}" not in text] == []

@@ -25,8 +25,10 @@ LAYERS: dict[str, set[str]] = {
     "_core": {"_config", "version"},
     "_linking": {"_core", "_config"},
     "_wiring": {"_core", "_linking", "_config", "package"},
-    "_providers": {"_core", "_linking", "_wiring", "_config"},
-    "_frameworks": {"_core", "_linking", "_wiring", "_providers", "_config"},
+    # What the provider adapters share about SDK objects (Stainless patches, hand-backs, servers).
+    "_sdks": {"_core", "_wiring", "_config"},
+    "_providers": {"_core", "_linking", "_wiring", "_sdks", "_config"},
+    "_frameworks": {"_core", "_linking", "_wiring", "_sdks", "_providers", "_config"},
     "_cli": {"_core", "_linking", "_wiring", "_config", "version"},
     # The fake provider reads what a request sent with the translators' own history readers.
     "testing": {"_core", "_wiring", "_config", "_linking", "_providers"},
@@ -324,3 +326,75 @@ def test_translators_use_the_sink_alone() -> None:
         if i.importer in TRANSLATORS and _layer(i.target) == "_core" and i.target not in VOCABULARY
     )
     assert found == []
+
+
+def _not_adapters(modules: set[str], adapters: set[str]) -> list[str]:
+    """Modules of ``_providers`` that are neither an adapter of the table, nor a part of one (a module
+    in the folder of an ``adapter`` module), nor a shared wire format's translator (``formats/``)."""
+    folders = {a.rsplit(".", 1)[0] for a in adapters if a.endswith(".adapter")}
+    providers = f"{PACKAGE}._providers"
+    return sorted(
+        m
+        for m in modules
+        if _layer(m) == "_providers"
+        and m != providers
+        and m not in adapters
+        and m.rsplit(".", 1)[0] not in folders
+        and m not in folders
+        and not (m.startswith(f"{providers}.formats") and (m in TRANSLATORS or m == f"{providers}.formats"))
+    )
+
+
+def test_providers_holds_only_adapters() -> None:
+    from otel_toolcalls._wiring.adapters import ADAPTERS
+
+    adapters = set(ADAPTERS.values())
+    assert _not_adapters(set(MODULES), adapters) == []
+    # and what the adapters share holds none
+    assert [a for a in adapters if _layer(a) == "_sdks"] == []
+
+
+def test_the_check_sees_plumbing_among_the_adapters() -> None:
+    from otel_toolcalls._wiring.adapters import ADAPTERS
+
+    planted = {f"{PACKAGE}._providers.servers", f"{PACKAGE}._providers.formats.helpers"}
+    assert _not_adapters(set(MODULES) | planted, set(ADAPTERS.values())) == sorted(planted)
+
+
+def _process_names(source: str) -> list[str]:
+    """Functions and module-level names called ``process_*``: the translators' old verb."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.name)
+        elif isinstance(node, ast.Assign):
+            found += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return [name for name in found if name.startswith("process_")]
+
+
+def test_translators_are_named_translate() -> None:
+    # One verb for one idea (sink.Translator): a translator is translate_<what the SDK hands over>.
+    # Realtime's events are dispatched by the session's translate_event (openai/realtime.py) to the
+    # per-event handlers of realtime_events.RESPONSE_EVENTS: no translate_ of its own.
+    dispatched = {f"{PACKAGE}._providers.openai.realtime_events"}
+    unnamed = [
+        m for m in TRANSLATORS - dispatched if not any(x.startswith("translate_") for x in vars(_load(m)))
+    ]
+    assert unnamed == []
+    found = [
+        f"{module}: {name}"
+        for module, path in sorted(MODULES.items())
+        if _layer(module) in ("_core", "_sdks", "_providers")
+        for name in _process_names(path.read_text())
+    ]
+    assert found == []
+    assert _process_names("def process_chunk(state, chunk): ...\nprocess_event = by_type()") == [
+        "process_chunk",
+        "process_event",
+    ]
+
+
+def _load(module: str) -> object:
+    import importlib
+
+    return importlib.import_module(module)

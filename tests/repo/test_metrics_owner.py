@@ -62,3 +62,19 @@ def test_the_check_sees_a_record_outside_the_owner() -> None:
 
 def test_the_table_names_every_metric_once() -> None:
     assert set(INSTRUMENTS) == {getattr(n, name) for name in dir(n) if name.startswith("METRIC_")}
+
+
+def test_a_toolcall_metric_is_named_as_it_is_exported() -> None:
+    # METRIC_DURATION once named toolcall.duration beside two other durations: a toolcall.* metric's
+    # constant and its instrument on Metrics spell the exported name.
+    metrics = Metrics(MeterProvider().get_meter("test"), 8)
+    toolcall = {name: getattr(n, name) for name in dir(n) if name.startswith("METRIC_TOOLCALL_")}
+    assert len(toolcall) == 7
+    assert [name for name, value in toolcall.items() if name != "METRIC_" + _upper(value)] == []
+    assert [value for value in toolcall.values() if not hasattr(metrics, value.replace(".", "_"))] == []
+    other = [getattr(n, name) for name in dir(n) if name.startswith("METRIC_") and name not in toolcall]
+    assert [value for value in other if value.startswith("toolcall.")] == []
+
+
+def _upper(value: str) -> str:
+    return value.replace(".", "_").upper()

@@ -53,3 +53,12 @@ def test_every_dependency_is_imported() -> None:
     # The names it records are its own constants (_core/names.py): were it to import the conventions'
     # package, that would be a dependency of its own, listed above.
     assert [m for m in imported if m.startswith(tuple(DECLARED_FOR_A_LANE.values()))] == []
+
+
+def test_the_pytest_plugin_is_opt_in() -> None:
+    # Not loaded into every pytest session of an environment that has the package installed: the
+    # package's own tests load it (tests/conftest.py's pytest_plugins), a user's conftest.py likewise.
+    assert "pytest11" not in PYPROJECT["project"].get("entry-points", {})
+    installed = importlib.metadata.distribution(DISTRIBUTION).entry_points
+    assert [ep for ep in installed if ep.group == "pytest11"] == []
+    assert {ep.group for ep in installed} >= {"opentelemetry_instrumentor", "console_scripts"}

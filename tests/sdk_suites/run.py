@@ -270,7 +270,7 @@ def settle(sdk: str, version: str, first: dict, bare: dict, again: dict) -> bool
     the tests that did not pass there, re-run bare and instrumented. A test differs when its bare
     outcome is neither of its two instrumented ones (a difference seen twice); one the second
     instrumented run settles (a timing test failed under load) is printed, not failed. A test that
-    passed instrumented is not re-run: the README says what that leaves out. True when nothing
+    passed instrumented is not re-run: docs/DEVELOPMENT.md says what that leaves out. True when nothing
     differs (the package's annotation of the SDK's span aside) and no internal error was counted."""
     suspects = not_passed(first)
     differ, designed, unsettled = [], [], []

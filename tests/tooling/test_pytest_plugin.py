@@ -156,13 +156,16 @@ def test_each_fault_covers_every_fault_kind() -> None:
     }
 
 
-# With pytester: the plugin as a user's test session loads it (its pytest11 entry point).
+# With pytester: the plugin as a user's test session loads it (opt-in: ``-p``).
 
 
 def _run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     pytester.syspathinsert(EXAMPLES)
     pytester.makepyfile(test_loop=source)
-    return pytester.runpytest("-p", "no:cacheprovider", "-q", "-W", "ignore::DeprecationWarning", *args)
+    plugin = ("-p", "otel_toolcalls.testing.pytest_plugin")
+    return pytester.runpytest(
+        "-p", "no:cacheprovider", *plugin, "-q", "-W", "ignore::DeprecationWarning", *args
+    )
 
 
 def test_careless_loops_fail_with_the_call_named_and_careful_loops_pass(pytester: pytest.Pytester) -> None:

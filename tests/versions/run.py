@@ -133,7 +133,7 @@ WRAPT1 = ["tests/core/test_core.py", "tests/providers/test_openai_chat.py",
           "tests/wiring/test_missing_targets.py", "tests/wiring/test_returned_objects.py"]
 
 # The peer lanes: another instrumentation of the same SDKs beside the package (tests/peers), at the
-# versions the README's "Installed beside" table names; the SDKs the newest, as in the main venv.
+# versions docs/SUPPORT.md's "Installed beside" table names; the SDKs the newest, as in the main venv.
 PEER_TESTS = ["tests/peers/test_peers.py"]
 OFFICIAL_EXECUTIONS = "tests/peers/test_official_executions.py"
 SDKS = ["openai", "anthropic"]

@@ -10,7 +10,7 @@ made spans, so the comparison is between an instrumented object and a bare one.
 
 The one answer allowed to differ: ``type()`` of an async generator handed back in place of the
 SDK's (cohere, google-genai), which is the package's async-generator proxy (see
-``otel_toolcalls/_providers/returned.py`` for why that one is a proxy and the sync ones are real
+``otel_toolcalls/_sdks/returned.py`` for why that one is a proxy and the sync ones are real
 generators), and of a Bedrock or Mistral event stream, which is the package's stand-in for it
 (``_returned.Transparent``: see ``otel_toolcalls/_providers/bedrock/streams.py`` and
 ``mistral.py``). ``isinstance(x, types.AsyncGeneratorType)`` and ``inspect.isasyncgen`` stay equal.
@@ -47,7 +47,7 @@ from starlette.responses import StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from otel_toolcalls._providers.returned import AsyncGeneratorProxy, Transparent, relay
+from otel_toolcalls._sdks.returned import AsyncGeneratorProxy, Transparent, relay
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as anthropic_wire
 from otel_toolcalls.testing import bedrock as bedrock_wire

@@ -86,7 +86,7 @@ _HANDLERS: dict[str, Callable[..., None]] = {
 }
 
 
-def process_event(state: Sink, event: Any) -> None:
+def translate_event(state: Sink, event: Any) -> None:
     # A parsed event is one key, its type: {"contentBlockDelta": {...}}.
     for kind, body in event.items():
         handler = _HANDLERS.get(kind)

@@ -44,7 +44,7 @@ def _viewed(value: Any) -> Any:
     return value
 
 
-def process_event(state: Sink, event: Any) -> None:
+def translate_event(state: Sink, event: Any) -> None:
     # {"chunk":{"bytes":b'{"type":"content_block_delta","index":1,"delta":{...}}'}}; the
     # exception events raise in botocore's parse and never come here.
     chunk = event.get("chunk")
@@ -69,15 +69,15 @@ def process_event(state: Sink, event: Any) -> None:
         if delta.get("type") == "input_json_delta":
             state.fragment(payload.get("index"), delta.get("partial_json"))
     elif kind is not None:
-        anthropic_messages.process_event(state, View(payload))
+        anthropic_messages.translate_event(state, View(payload))
     elif "choices" in payload:
         # {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[...]},
         #  "finish_reason":null}]}: a choice's finish reason completes its calls, as on OpenAI.
         # OpenAI's open-weight models (openai.gpt-oss-*): AWS documents their bodies as OpenAI's.
-        chat_completions.process_chunk(state, View(payload))
+        chat_completions.translate_chunk(state, View(payload))
     elif not _CONVERSE.isdisjoint(payload):
         # {"contentBlockDelta":{...}}: Amazon Nova, whose Invoke API AWS documents as Converse's.
-        converse.process_event(state, payload)
+        converse.translate_event(state, payload)
     elif _METRICS in payload:
         # Bedrock adds it to every family's last chunk: the end, also for families (Llama, Mistral,
         # Titan, Cohere...) that stream no tool-call blocks the package reads.

@@ -18,8 +18,8 @@ from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.sink import Translator
 from otel_toolcalls._core.stream import ended_by
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.returned import Transparent
-from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._sdks.returned import Transparent
+from otel_toolcalls._sdks.servers import server_of
 
 from . import converse, invoke
 
@@ -41,8 +41,8 @@ class Route:
 ROUTES: dict[str, Route] = {
     route.operation: route
     for route in (
-        Route("ConverseStream", "stream", converse.process_event),
-        Route("InvokeModelWithResponseStream", "body", invoke.process_event),
+        Route("ConverseStream", "stream", converse.translate_event),
+        Route("InvokeModelWithResponseStream", "body", invoke.translate_event),
     )
 }
 
@@ -105,7 +105,7 @@ class Proxy(Transparent):
         # The raw messages, through the finalize-once wrapper: the stream's end. Every loop over the
         # SDK's stream is a new generator over this one raw generator (a break ends only that
         # loop), so the end is read here (exhausted, raising, collected), never from a loop's end.
-        # Its process step only times the stream; an event is read once botocore has parsed it,
+        # Its translate step only times the stream; an event is read once botocore has parsed it,
         # in _translate. SDK private names read, never replaced: _event_generator, _parse_event.
         # ``source``: the parsed events of another instrumentation's proxy instead (ThroughProxy).
         events = request.attach(stream._event_generator if source is None else source, _timed, owner=self)

@@ -80,10 +80,10 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-_others = by_type(_HANDLERS, name="process_event", module=__name__)
+_others = by_type(_HANDLERS, name="translate_event", module=__name__)
 
 
-def process_event(state: Sink, event: Any) -> None:
+def translate_event(state: Sink, event: Any) -> None:
     # Nearly every event of a tool-call stream is a delta: it skips the table's lookup and call.
     # {"type":"content_block_delta","index":1,
     #  "delta":{"type":"input_json_delta","partial_json":"{\"lo"}} (text and thinking deltas count nowhere)

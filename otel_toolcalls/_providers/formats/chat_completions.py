@@ -47,7 +47,7 @@ def _usage(state: Sink, chunk: Any) -> None:
 IndexOf = Callable[[Any, int], int]
 
 
-def process_chunk(state: Sink, chunk: Any, index_of: IndexOf | None = None) -> None:
+def translate_chunk(state: Sink, chunk: Any, index_of: IndexOf | None = None) -> None:
     """``index_of``: the index of a call delta where it is not ``tool_call.index`` (Mistral)."""
     if not state.response_id or not state.response_model:
         _identify(state, chunk)

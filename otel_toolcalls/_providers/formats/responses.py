@@ -155,7 +155,7 @@ _HANDLERS: dict[str, Callable[[Sink, Any], None]] = {
 }
 
 
-process_event = by_type(_HANDLERS, name="process_event", module=__name__)
+translate_event = by_type(_HANDLERS, name="translate_event", module=__name__)
 
 
 _HISTORY_ITEMS = frozenset(

@@ -12,11 +12,11 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from . import afc
-from .chunks import process_chunk
+from .chunks import translate_chunk
 from .streams import async_session, hand_back_stream, sync_session
 
 _log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ def _request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any
     request = _new_request(instance, kwargs, sync_session())
     if request is None:
         return iterator
-    return request.attach(iterator, process_chunk, fresh=False)
+    return request.attach(iterator, translate_chunk, fresh=False)
 
 
 async def _async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -123,7 +123,7 @@ async def _async_request_wrapper(wrapped: Any, instance: Any, args: Any, kwargs:
     if request is None:
         return await wrapped(*args, **kwargs)
     iterator = await request.sent(wrapped(*args, **kwargs))
-    return request.attach(iterator, process_chunk, fresh=False)
+    return request.attach(iterator, translate_chunk, fresh=False)
 
 
 def _new_request(instance: Any, kwargs: Any, session: Any) -> Request | None:

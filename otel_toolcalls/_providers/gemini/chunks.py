@@ -26,7 +26,7 @@ def reason_text(reason: Any) -> str:
     return str(getattr(reason, "value", reason))
 
 
-def process_chunk(state: Sink, chunk: Any) -> None:
+def translate_chunk(state: Sink, chunk: Any) -> None:
     if state.response_id is None:
         state.response_id = chunk.response_id or ""
         state.response_model = chunk.model_version

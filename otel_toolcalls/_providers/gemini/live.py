@@ -16,15 +16,16 @@ from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import guarded, report
-from otel_toolcalls._core.request import Request, keep, kept, model_of, watch
+from otel_toolcalls._core.owners import keep, kept, watch
+from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .adapter import GEMINI, OPERATION, VERTEX_AI
 from .live_calls import Calls
-from .live_events import process_message
+from .live_events import translate_message
 
 MODULE = "google.genai.live"
 # connect: the model asked for; AsyncSession.__init__: the session it opens (inside the manager's
@@ -94,7 +95,7 @@ def _received(instance: Any, message: Any) -> None:
         session = LiveSession(_telemetry[0], getattr(instance, "_api_client", None), None)
         keep(instance, session)
     if session is not None:
-        process_message(session, message, instance)
+        translate_message(session, message, instance)
 
 
 def _failed(instance: Any, exc: BaseException) -> None:

@@ -29,7 +29,7 @@ class Session(Protocol):
     def end_turn(self, how: Any, *args: Any) -> None: ...
 
 
-def process_message(session: Session, message: Any, owner: Any) -> None:
+def translate_message(session: Session, message: Any, owner: Any) -> None:
     call = message.tool_call
     if call is not None:
         _tool_call(session, call, owner)

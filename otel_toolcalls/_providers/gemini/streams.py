@@ -1,4 +1,4 @@
-"""What is handed back in place of google-genai's bare generators (``_providers.returned``), and
+"""What is handed back in place of google-genai's bare generators (``_sdks.returned``), and
 their sessions: the requests each has made, so that its ``close()`` ends them ``closed`` and its
 collection ``abandoned`` (TELEMETRY.md section 6, "Closed or abandoned").
 """
@@ -11,9 +11,9 @@ import threading
 import weakref
 from typing import Any
 
-from otel_toolcalls._core.request import watch
+from otel_toolcalls._core.owners import watch
 from otel_toolcalls._core.state import StreamState
-from otel_toolcalls._providers.returned import hand_back
+from otel_toolcalls._sdks.returned import hand_back
 
 _log = logging.getLogger(__name__)
 

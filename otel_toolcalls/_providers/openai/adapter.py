@@ -1,6 +1,6 @@
 """The openai SDK: Chat Completions streams (and, through the same patches, Responses streams).
 
-One set of patches for the SDK (``_providers.stainless``); the request path picks the translator.
+One set of patches for the SDK (``_sdks.stainless``); the request path picks the translator.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats import chat_completions, responses
-from otel_toolcalls._providers.stainless import Route, StainlessSDK
+from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Requires
 
 # POST /responses (create); GET /responses/{id}?stream=true (``retrieve(stream=True)``, resuming a
@@ -38,16 +38,16 @@ SDK = StainlessSDK(
     routes=[
         Route(
             lambda path: path.endswith("/chat/completions"),
-            chat_completions.process_chunk,
+            chat_completions.translate_chunk,
             "chat",
             chat_completions.history_ids,
         ),
         Route(
-            lambda path: path.endswith("/responses"), responses.process_event, "chat", responses.history_ids
+            lambda path: path.endswith("/responses"), responses.translate_event, "chat", responses.history_ids
         ),
         Route(
             lambda path: _RETRIEVE_PATH.search(path) is not None,
-            responses.process_event,
+            responses.translate_event,
             n.OPERATION_FETCH_RESPONSE,
         ),
     ],

@@ -51,7 +51,7 @@ def _id(found: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def process_event(session: Session, event: Any, connection: object) -> None:
+def translate_event(session: Session, event: Any, connection: object) -> None:
     kind = event.type
     handler = RESPONSE_EVENTS.get(kind)
     if handler is not None:
@@ -75,7 +75,7 @@ def process_event(session: Session, event: Any, connection: object) -> None:
         session.response_model = model_of(getattr(event.session, "model", None)) or session.response_model
 
 
-_WIRING = Wiring(process_event)
+_WIRING = Wiring(translate_event)
 
 
 def instrument(telemetry: Telemetry) -> bool:

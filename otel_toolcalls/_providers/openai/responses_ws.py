@@ -11,7 +11,7 @@ from typing import Any
 
 from otel_toolcalls._core.request import model_of
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.formats.responses import process_event as responses_event
+from otel_toolcalls._providers.formats.responses import translate_event as responses_event
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .ws_connection import PROVIDER, Session, Wiring
@@ -62,7 +62,7 @@ def _lane(stream_id: Any) -> str | None:
     return stream_id if isinstance(stream_id, str) else None
 
 
-def process_event(session: Session, event: Any, connection: object) -> None:
+def translate_event(session: Session, event: Any, connection: object) -> None:
     """One connection carries many responses, each on a lane: a lane's responses run one at a time,
     in the order their ``response.create`` was sent, and every event echoes its lane's
     ``stream_id`` (None: the default lane). So an event belongs to the response open on its lane:
@@ -83,7 +83,7 @@ def process_event(session: Session, event: Any, connection: object) -> None:
         state.ended()
 
 
-_WIRING = Wiring(process_event, on_send)
+_WIRING = Wiring(translate_event, on_send)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -16,10 +16,11 @@ from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import guarded, report, warn_once
-from otel_toolcalls._core.request import Request, keep, kept, model_of
+from otel_toolcalls._core.owners import keep, kept
+from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._providers.servers import server_of
+from otel_toolcalls._sdks.servers import server_of
 
 from .adapter import provider_of
 
@@ -76,7 +77,7 @@ SessionTranslator = Callable[[Session, Any, object], None]
 
 @dataclass
 class Wiring:
-    """One adapter's event processor and its wrappers, bound to the telemetry in force.
+    """One adapter's event translator and its wrappers, bound to the telemetry in force.
 
     The choke points: the resource's ``connect`` (the model asked for, the client's server), kept
     weakly for the manager it returns, whose ``__enter__`` / ``enter`` / ``__aenter__`` hands them to

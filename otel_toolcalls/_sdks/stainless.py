@@ -163,7 +163,7 @@ class StainlessSDK:
         guarded(self._built, kwargs)
 
     def _built(self, kwargs: dict[str, Any]) -> None:
-        """A stream built with no request of this adapter's in flight: under someone else's
+        """A stream built with no request of this adapter's in flight: under a peer's
         inference span (or a suppressed stand-in sharing its context), the request is the one made
         here (the span and its context end before the stream is read, where the package sees the
         stream next), from the span's start. What it reads are the stream's keyword-only
@@ -236,7 +236,7 @@ class StainlessSDK:
 
 
 def _enabled() -> bool:
-    """Instrumentation is not suppressed, or suppressed under someone else's inference span."""
+    """Instrumentation is not suppressed, or suppressed under a peer's inference span."""
     return is_instrumentation_enabled() or peer_inference_span(otel_context.get_current()) is not None
 
 
