@@ -29,13 +29,14 @@ import httpx
 import openai
 import pytest
 from agent_framework import Agent, FunctionInvocationContext, function_middleware, observability, tool
-from agent_framework.openai import OpenAIChatCompletionClient
+from agent_framework.openai import OpenAIChatClient, OpenAIChatCompletionClient
 from framework_spans import PARTIAL, WHOLE, Body, answer, completed_turn, cut_turn, executions
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 from packaging.version import Version
 
 from otel_toolcalls.testing import Script
+from otel_toolcalls.testing import openai_responses as responses
 from otel_toolcalls.testing.openai_chat import ToolCall, tool_call_script
 
 body = Body()
@@ -175,6 +176,41 @@ async def test_async_tool_and_function_middleware(
     call = telemetry.one("tool_call get_forecast")
     assert [link.context.span_id for link in execution.links] == [call.context.span_id]
     assert body.calls == [("Basel", execution.context.span_id)]
+
+
+async def test_parallel_calls_each_linked_to_its_own(
+    instrument: Any, telemetry: Any, fake: Any, traced: bool
+) -> None:
+    # Two calls in one message: the loop runs them concurrently, each in its own task.
+    first = ToolCall(name="get_weather", id="call_zrh", arguments='{"location": "Zürich"}')
+    second = ToolCall(name="get_weather", id="call_bsl", arguments='{"location": "Basel"}')
+    fake.enqueue(tool_call_script([first, second]), answer())
+    await _run(_agent(fake))
+    executed = {s.attributes["gen_ai.tool.call.id"]: s for s in executions(telemetry)}
+    assert sorted(executed) == ["call_bsl", "call_zrh"] and len(executions(telemetry)) == 2
+    calls = {s.attributes["toolcall.call.id"]: s for s in telemetry.tool_spans()}
+    for call, location in ((first, "Zürich"), (second, "Basel")):
+        execution = executed[call.id]
+        assert execution.attributes["toolcall.outcome"] == "completed"
+        assert [link.context.span_id for link in execution.links] == [calls[call.id].context.span_id]
+        assert (location, execution.context.span_id) in body.calls
+    assert len(body.calls) == 2
+
+
+async def test_responses_client_stream_is_traced_once_and_linked(
+    instrument: Any, telemetry: Any, fake: Any, traced: bool
+) -> None:
+    # OpenAIChatClient streams the Responses API through the openai SDK (its responses adapter).
+    call = responses.ToolCall(name="get_weather", call_id="call_resp_1", arguments='{"location": "Zürich"}')
+    fake.enqueue(responses.tool_call_script([call]), responses.tool_call_script([], text="Sunny."))
+    client = OpenAIChatClient(model="gpt-4.1-mini", base_url=fake.base_url + "/v1", api_key="sk-fake")
+    await _run(Agent(client=client, tools=[get_weather], instructions="Answer."))
+    (execution,) = executions(telemetry)
+    assert execution.instrumentation_scope.name == _scope(traced)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    (tool_call,) = telemetry.tool_spans()
+    assert [link.context.span_id for link in execution.links] == [tool_call.context.span_id]
+    assert body.calls == [("Zürich", execution.context.span_id)]
 
 
 async def test_truncated_whole_json_call_runs_unlinked(
