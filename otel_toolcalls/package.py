@@ -10,6 +10,7 @@ this list, the derived one and the extra are one list.
 _instruments: tuple[str, ...] = ()
 
 _instruments_any = (
+    "agent-framework-core>=1.0.0",
     "aiobotocore>=2.13.1",
     "anthropic>=0.43.0",
     "autogen-core>=0.6.2",

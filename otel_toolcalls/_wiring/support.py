@@ -70,6 +70,11 @@ TESTED: dict[str, tuple[str, str]] = {
     #   process_tool_calls / execute_tool_call and the streamed step are the same from 1.24.0 to
     #   1.26.0. Lanes 1.24.0, 1.26.0.
     "smolagents": ("1.24.0", "1.26.0"),
+    # Microsoft Agent Framework: 1.0.0 (2026-04-02), its first release; the betas and release
+    #   candidates before it (from 2025-10) are not covered. FunctionTool.invoke(tool_call_id=...)
+    #   and the get_function_span it opens are the same from 1.0.0 to 1.23.0. Lanes 1.0.0 (in
+    #   -previous: -floor pins opentelemetry-api and openai below what it needs), 1.23.0.
+    "agent-framework-core": ("1.0.0", "1.23.0"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),
