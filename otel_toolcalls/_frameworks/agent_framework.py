@@ -9,7 +9,7 @@ that span gets the outcome and the link. When it is off, the package's span wrap
 
 The stream is not touched: the OpenAI clients (``agent-framework-openai``) stream through the
 openai SDK, traced by the openai adapter, once; the framework's own ``chat`` span, when on, is
-that request's inference span (someone else's, section 6 of the telemetry contract).
+that request's inference span (an adopted span, section 6 of the telemetry contract).
 """
 
 from __future__ import annotations
