@@ -10,6 +10,7 @@ this list, the derived one and the extra are one list.
 _instruments: tuple[str, ...] = ()
 
 _instruments_any = (
+    "agno>=2.3.5",
     "aiobotocore>=2.13.1",
     "anthropic>=0.43.0",
     "autogen-core>=0.6.2",

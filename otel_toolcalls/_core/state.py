@@ -7,10 +7,13 @@ for a block's end or the stream's end.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import threading
 import time
-from collections.abc import Hashable
+import weakref
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +71,22 @@ _SUPERSEDED = object()
 
 # Streams still open (process.LIVE: ended at exit by stream's exit hook, disowned in a forked child).
 LIVE: dict[int, StreamState] = process.LIVE
+
+# The streams started inside a framework's step (``births``), for a framework that ends them on a
+# signal of its own (agno's run cancellation).
+_BORN: contextvars.ContextVar[list[weakref.ref[StreamState]] | None] = contextvars.ContextVar(
+    "otel_toolcalls_born", default=None
+)
+
+
+@contextlib.contextmanager
+def births(into: list[weakref.ref[StreamState]]) -> Iterator[None]:
+    """Streams started in this block (this thread or task) are added to ``into``, weakly."""
+    token = _BORN.set(into)
+    try:
+        yield
+    finally:
+        _BORN.reset(token)
 
 
 class StreamState:
@@ -133,6 +152,9 @@ class StreamState:
             self.span = trace.get_current_span(parent)
         self._child_context = trace.set_span_in_context(self.span, parent)
         LIVE[id(self)] = self
+        born = _BORN.get()
+        if born is not None:
+            born.append(weakref.ref(self))
 
     def disown(self) -> None:
         """Done without ending anything: the stream is another process's (the fork hook, in

@@ -70,6 +70,10 @@ TESTED: dict[str, tuple[str, str]] = {
     #   process_tool_calls / execute_tool_call and the streamed step are the same from 1.24.0 to
     #   1.26.0. Lanes 1.24.0, 1.26.0.
     "smolagents": ("1.24.0", "1.26.0"),
+    # agno: 2.3.5 (2025-12-03), the first of the last twelve months; FunctionCall.execute / aexecute,
+    #   Model.process_response_stream / aprocess_response_stream and RunCancelledEvent (agent and
+    #   team) are where the adapter hooks from 2.3.5 to 3.1.10. Lanes 2.3.5, 3.1.10.
+    "agno": ("2.3.5", "3.1.10"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

@@ -1,0 +1,221 @@
+"""agno: each tool an agent runs for a model's call, and the streams of a cancelled run.
+
+Choke point: ``FunctionCall.execute`` / ``aexecute``, which every tool execution of an agno run goes
+through (``Model.run_function_call`` / ``arun_function_call``), with the call id on the
+``FunctionCall``: before agno's authorization, hooks, cache and the tool body. A strict refusal
+is delivered the way agno delivers a tool that raised: a failed ``FunctionExecutionResult`` whose
+error the model reads (``ToolCallCompletedEvent`` with ``tool_call_error``); the run goes on.
+
+agno checks its run's cancellation between run events (``RunCancelledEvent`` follows); where that
+cuts the model's stream short, the stream's open calls end ``cancelled``: ``Model.process_response_stream``
+/ ``aprocess_response_stream`` are closed inside ``stream.cancelling()`` when the run they serve is
+cancelled. The stream itself is traced by the adapter of the SDK the model class streams through
+(``OpenAIChat``: openai), once. agno makes no OpenTelemetry spans itself (``agno.tracing`` loads
+OpenInference's separate instrumentation).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import weakref
+from collections.abc import AsyncGenerator, Generator, Iterator
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.state import LIVE, StreamState, births
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.runner import Execution, run, run_async
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+_log = logging.getLogger(__name__)
+
+_FUNCTION = "agno.tools.function"
+_MODEL = "agno.models.base"
+REQUIRES = Requires(
+    sdk="agno",
+    targets=(
+        (_FUNCTION, "FunctionCall.execute"),
+        (_FUNCTION, "FunctionCall.aexecute"),
+        (_MODEL, "Model.process_response_stream"),
+        (_MODEL, "Model.aprocess_response_stream"),
+        ("agno.run.agent", "RunCancelledEvent.__init__"),
+        ("agno.run.team", "RunCancelledEvent.__init__"),
+    ),
+)
+_patches = Patches()
+
+
+def _execution(function_call: Any, telemetry: Telemetry) -> Execution | None:
+    call_id = getattr(function_call, "call_id", None)
+    if not call_id or not isinstance(call_id, str):
+        return None  # not a model's call (run directly, agno's code mode): no span
+    name = getattr(getattr(function_call, "function", None), "name", None)
+    return Execution(call_id, name if isinstance(name, str) else None, telemetry)
+
+
+def _tool_error(result: Any) -> str | None:
+    """agno catches a tool's exception and keeps only its message: the type is not known."""
+    return "tool_error" if getattr(result, "status", None) == "failure" else None
+
+
+def _refused(function_call: Any, refused: IncompleteToolCallError) -> Any:
+    """The refusal as agno's result of a tool that raised: the model reads the error."""
+    try:
+        from agno.tools.function import FunctionExecutionResult
+
+        function_call.error = str(refused)
+        return FunctionExecutionResult(status="failure", error=str(refused))
+    except Exception:
+        _log.debug("otel_toolcalls: could not report a refusal through agno", exc_info=True)
+        raise refused from None
+
+
+def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    execution = _execution(instance, telemetry) if is_instrumentation_enabled() else None
+    if execution is None:
+        return wrapped(*args, **kwargs)
+    try:
+        return run(execution, wrapped, args, kwargs, _tool_error)
+    except IncompleteToolCallError as refused:  # raised entering, before the tool (agno catches the tool's)
+        return _refused(instance, refused)
+
+
+async def _aexecute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    execution = _execution(instance, telemetry) if is_instrumentation_enabled() else None
+    if execution is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        return await run_async(execution, wrapped, args, kwargs, _tool_error)
+    except IncompleteToolCallError as refused:
+        return _refused(instance, refused)
+
+
+class _Runs:
+    """The streams each run's model requests started, by run id, until they end: what its
+    ``RunCancelledEvent`` ends ``cancelled``. Never the SDK's objects' attributes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._born: dict[str, list[weakref.ref[StreamState]]] = {}
+
+    def add(self, run_id: str, born: list[weakref.ref[StreamState]]) -> None:
+        with self._lock:
+            # Runs whose streams all ended leave: the table holds only runs with a stream open.
+            for ended in [key for key, refs in self._born.items() if not _open(refs)]:
+                del self._born[ended]
+            self._born.setdefault(run_id, []).extend(born)
+
+    def cancelled(self, run_id: Any) -> None:
+        with self._lock:
+            refs = self._born.pop(run_id, None) if isinstance(run_id, str) else None
+        for state in _open(refs or []):
+            state.cancelled()
+
+
+def _open(refs: list[weakref.ref[StreamState]]) -> list[StreamState]:
+    return [state for state in (ref() for ref in refs) if state is not None and id(state) in LIVE]
+
+
+_runs = _Runs()
+
+
+class _Steps:
+    """The model's response generator, unchanged (``yield from`` delegates to this), with the
+    streams its first steps start, told to ``_runs`` once."""
+
+    __slots__ = ("_born", "_run_id", "_steps")
+
+    def __init__(self, run_id: str, steps: Any) -> None:
+        self._run_id: str | None = run_id
+        self._steps = steps
+        self._born: list[weakref.ref[StreamState]] = []
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        if self._run_id is None:
+            return next(self._steps)
+        try:
+            with births(self._born):
+                return next(self._steps)
+        finally:
+            self._told()
+
+    async def anext(self) -> Any:
+        if self._run_id is None:
+            return await self._steps.__anext__()
+        try:
+            with births(self._born):
+                return await self._steps.__anext__()
+        finally:
+            self._told()
+
+    def _told(self) -> None:
+        # The request's stream is started by the first step (a retry's by a later one).
+        if self._born and self._run_id is not None:
+            _runs.add(self._run_id, self._born)
+            self._born = []
+            self._run_id = None
+
+    def send(self, value: Any) -> Any:
+        return self._steps.send(value)
+
+    def throw(self, *exc_info: Any) -> Any:
+        return self._steps.throw(*exc_info)
+
+    def close(self) -> None:
+        self._steps.close()
+
+
+def _watched(steps: _Steps) -> Generator[Any, Any, Any]:
+    return (yield from steps)
+
+
+async def _awatched(steps: _Steps) -> AsyncGenerator[Any, Any]:
+    while True:
+        try:
+            step = await steps.anext()
+        except StopAsyncIteration:
+            return
+        yield step
+
+
+def _response_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    steps = wrapped(*args, **kwargs)
+    run_id = getattr(kwargs.get("run_response"), "run_id", None)
+    if not isinstance(run_id, str) or not is_instrumentation_enabled():
+        return steps
+    if isinstance(steps, Generator):
+        return _watched(_Steps(run_id, steps))
+    if isinstance(steps, AsyncGenerator):
+        return _awatched(_Steps(run_id, steps))
+    return steps
+
+
+def _run_cancelled_event(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """agno's own signal: the run was cancelled; a call still open in its stream never completes."""
+    result = wrapped(*args, **kwargs)
+    try:
+        _runs.cancelled(getattr(instance, "run_id", None))
+    except Exception:
+        _log.debug("otel_toolcalls: could not end a cancelled agno run's streams", exc_info=True)
+    return result
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    _patches.wrap(_FUNCTION, "FunctionCall.execute", functools.partial(_execute, telemetry))
+    _patches.wrap(_FUNCTION, "FunctionCall.aexecute", functools.partial(_aexecute, telemetry))
+    _patches.wrap(_MODEL, "Model.process_response_stream", _response_stream)
+    _patches.wrap(_MODEL, "Model.aprocess_response_stream", _response_stream)
+    _patches.wrap("agno.run.agent", "RunCancelledEvent.__init__", _run_cancelled_event)
+    _patches.wrap("agno.run.team", "RunCancelledEvent.__init__", _run_cancelled_event)
+    return bool(_patches)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
