@@ -40,10 +40,11 @@ REQUIRES = Requires(
     targets=(
         (_FUNCTION, "FunctionCall.execute"),
         (_FUNCTION, "FunctionCall.aexecute"),
-        (_MODEL, "Model.process_response_stream"),
-        (_MODEL, "Model.aprocess_response_stream"),
+        # A class keeps an inherited ``__init__``: a release is missing these by losing the class.
         ("agno.run.agent", "RunCancelledEvent.__init__"),
         ("agno.run.team", "RunCancelledEvent.__init__"),
+        (_MODEL, "Model.process_response_stream"),
+        (_MODEL, "Model.aprocess_response_stream"),
     ),
 )
 _patches = Patches()
@@ -210,10 +211,10 @@ def _run_cancelled_event(wrapped: Any, instance: Any, args: Any, kwargs: Any) ->
 def instrument(telemetry: Telemetry) -> bool:
     _patches.wrap(_FUNCTION, "FunctionCall.execute", functools.partial(_execute, telemetry))
     _patches.wrap(_FUNCTION, "FunctionCall.aexecute", functools.partial(_aexecute, telemetry))
-    _patches.wrap(_MODEL, "Model.process_response_stream", _response_stream)
-    _patches.wrap(_MODEL, "Model.aprocess_response_stream", _response_stream)
     _patches.wrap("agno.run.agent", "RunCancelledEvent.__init__", _run_cancelled_event)
     _patches.wrap("agno.run.team", "RunCancelledEvent.__init__", _run_cancelled_event)
+    _patches.wrap(_MODEL, "Model.process_response_stream", _response_stream)
+    _patches.wrap(_MODEL, "Model.aprocess_response_stream", _response_stream)
     return bool(_patches)
 
 
