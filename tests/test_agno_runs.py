@@ -9,16 +9,16 @@ from typing import Any
 
 import openai
 
-from otel_toolcalls._core.state import StreamState, births
+from otel_toolcalls._core.state import Births, StreamState
 from otel_toolcalls._frameworks.agno import _Runs
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, tool_call_script
 
 
 def _open_stream(fake: Any, born: list[weakref.ref[StreamState]], call: ToolCall) -> Any:
-    """A stream started inside ``births`` and read to the middle of its call's arguments."""
+    """A stream started inside ``Births`` and read to the middle of its call's arguments."""
     fake.enqueue(tool_call_script([call]))
     client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="test-key", max_retries=0)
-    with births(born):
+    with Births(born):
         stream = client.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": "?"}], stream=True
         )
@@ -60,7 +60,7 @@ def test_a_cancelled_run_ends_its_open_streams_cancelled_and_no_others(
 def test_births_outside_the_block_are_not_kept(instrument: Any, fake: Any) -> None:
     born: list[weakref.ref[StreamState]] = []
     stream = _open_stream(fake, [], WEATHER)
-    with births(born):
+    with Births(born):
         pass
     assert born == []
     stream.close()

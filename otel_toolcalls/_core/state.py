@@ -7,13 +7,12 @@ for a block's end or the stream's end.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,21 +71,26 @@ _SUPERSEDED = object()
 # Streams still open (process.LIVE: ended at exit by stream's exit hook, disowned in a forked child).
 LIVE: dict[int, StreamState] = process.LIVE
 
-# The streams started inside a framework's step (``births``), for a framework that ends them on a
+# The streams started inside a framework's step (``Births``), for a framework that ends them on a
 # signal of its own (agno's run cancellation).
 _BORN: contextvars.ContextVar[list[weakref.ref[StreamState]] | None] = contextvars.ContextVar(
     "otel_toolcalls_born", default=None
 )
 
 
-@contextlib.contextmanager
-def births(into: list[weakref.ref[StreamState]]) -> Iterator[None]:
+class Births:
     """Streams started in this block (this thread or task) are added to ``into``, weakly."""
-    token = _BORN.set(into)
-    try:
-        yield
-    finally:
-        _BORN.reset(token)
+
+    __slots__ = ("_into", "_token")
+
+    def __init__(self, into: list[weakref.ref[StreamState]]) -> None:
+        self._into = into
+
+    def __enter__(self) -> None:
+        self._token = _BORN.set(self._into)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _BORN.reset(self._token)
 
 
 class StreamState:

@@ -25,7 +25,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core.state import LIVE, StreamState, births
+from otel_toolcalls._core.state import LIVE, Births, StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution, run, run_async
@@ -124,47 +124,36 @@ def _open(refs: list[weakref.ref[StreamState]]) -> list[StreamState]:
 _runs = _Runs()
 
 
-class _Steps:
-    """The model's response generator, unchanged (``yield from`` delegates to this), with the
-    streams its first steps start, told to ``_runs`` once."""
+class _FirstStep:
+    """The first step of the model's response generator (it sends the request and starts the
+    stream, a retry inside it too), the streams it starts told to ``_runs``; then it stops and
+    ``_watched`` delegates the rest straight to the generator (a context variable per chunk would
+    cost more than the chunk). ``throw`` and ``close`` go to the generator, as ``yield from``'s."""
 
-    __slots__ = ("_born", "_run_id", "_steps")
+    __slots__ = ("_run_id", "_steps", "finished", "taken")
 
     def __init__(self, run_id: str, steps: Any) -> None:
-        self._run_id: str | None = run_id
+        self._run_id = run_id
         self._steps = steps
-        self._born: list[weakref.ref[StreamState]] = []
+        self.taken = self.finished = False
 
     def __iter__(self) -> Iterator[Any]:
         return self
 
     def __next__(self) -> Any:
-        if self._run_id is None:
-            return next(self._steps)
+        if self.taken:
+            raise StopIteration
+        self.taken = True
+        born: list[weakref.ref[StreamState]] = []
         try:
-            with births(self._born):
+            with Births(born):
                 return next(self._steps)
+        except StopIteration:
+            self.finished = True
+            raise
         finally:
-            self._told()
-
-    async def anext(self) -> Any:
-        if self._run_id is None:
-            return await self._steps.__anext__()
-        try:
-            with births(self._born):
-                return await self._steps.__anext__()
-        finally:
-            self._told()
-
-    def _told(self) -> None:
-        # The request's stream is started by the first step (a retry's by a later one).
-        if self._born and self._run_id is not None:
-            _runs.add(self._run_id, self._born)
-            self._born = []
-            self._run_id = None
-
-    def send(self, value: Any) -> Any:
-        return self._steps.send(value)
+            if born:
+                _runs.add(self._run_id, born)
 
     def throw(self, *exc_info: Any) -> Any:
         return self._steps.throw(*exc_info)
@@ -173,16 +162,26 @@ class _Steps:
         self._steps.close()
 
 
-def _watched(steps: _Steps) -> Generator[Any, Any, Any]:
+def _watched(run_id: str, steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    first = _FirstStep(run_id, steps)
+    done = yield from first
+    if first.finished:
+        return done
     return (yield from steps)
 
 
-async def _awatched(steps: _Steps) -> AsyncGenerator[Any, Any]:
-    while True:
-        try:
-            step = await steps.anext()
-        except StopAsyncIteration:
-            return
+async def _awatched(run_id: str, steps: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, Any]:
+    born: list[weakref.ref[StreamState]] = []
+    try:
+        with Births(born):
+            first = await steps.__anext__()
+    except StopAsyncIteration:
+        return
+    finally:
+        if born:
+            _runs.add(run_id, born)
+    yield first
+    async for step in steps:
         yield step
 
 
@@ -192,9 +191,9 @@ def _response_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any
     if not isinstance(run_id, str) or not is_instrumentation_enabled():
         return steps
     if isinstance(steps, Generator):
-        return _watched(_Steps(run_id, steps))
+        return _watched(run_id, steps)
     if isinstance(steps, AsyncGenerator):
-        return _awatched(_Steps(run_id, steps))
+        return _awatched(run_id, steps)
     return steps
 
 
