@@ -21,7 +21,7 @@ import logging
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Generator, Iterator
-from typing import Any
+from typing import Any, cast
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
@@ -164,7 +164,8 @@ class _FirstStep:
 
 def _watched(run_id: str, steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
     first = _FirstStep(run_id, steps)
-    done = yield from first
+    # Its StopIteration carries the generator's return value when the first step was the last.
+    done = yield from cast("Generator[Any, Any, Any]", first)
     if first.finished:
         return done
     return (yield from steps)
