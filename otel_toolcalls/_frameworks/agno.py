@@ -6,12 +6,13 @@ through (``Model.run_function_call`` / ``arun_function_call``), with the call id
 is delivered the way agno delivers a tool that raised: a failed ``FunctionExecutionResult`` whose
 error the model reads (``ToolCallCompletedEvent`` with ``tool_call_error``); the run goes on.
 
-agno checks its run's cancellation between run events (``RunCancelledEvent`` follows); where that
-cuts the model's stream short, the stream's open calls end ``cancelled``: ``Model.process_response_stream``
-/ ``aprocess_response_stream`` are closed inside ``stream.cancelling()`` when the run they serve is
-cancelled. The stream itself is traced by the adapter of the SDK the model class streams through
-(``OpenAIChat``: openai), once. agno makes no OpenTelemetry spans itself (``agno.tracing`` loads
-OpenInference's separate instrumentation).
+agno checks its run's cancellation between run events and then builds a ``RunCancelledEvent``;
+where that cut the model's stream short, the stream's open calls end ``cancelled`` at that event.
+The streams of each run are those started by the first step of ``Model.process_response_stream``
+/ ``aprocess_response_stream`` (``Births``), kept by run id while open. The stream itself is
+traced by the adapter of the SDK the model class streams through (``OpenAIChat``: openai), once.
+agno makes no OpenTelemetry spans itself (``agno.tracing`` loads OpenInference's separate
+instrumentation).
 """
 
 from __future__ import annotations
