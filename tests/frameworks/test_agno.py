@@ -12,6 +12,8 @@ or at the stream's end (the calls then complete on the wire and are not executed
 from __future__ import annotations
 
 import asyncio
+import gc
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -26,14 +28,17 @@ os.environ.setdefault("AGNO_TELEMETRY", "false")  # agno's own usage reports: no
 from agno.agent import Agent
 from agno.exceptions import ModelProviderError
 from agno.models.openai import OpenAIChat
+from agno.team import Team
 from console_spans import console_spans
 from framework_spans import WHOLE, Body, answer, cut_turn, executions
 from opentelemetry.trace import StatusCode
+from packaging.version import Version
 
 from otel_toolcalls.testing.openai_chat import Event, ToolCall, script_for, tool_call_script
 from otel_toolcalls.testing.scenario import timed_script
 
 body = Body()
+TEAM_RUN_REACHES_THE_MODEL = Version(importlib.metadata.version("agno")) >= Version("2.4.0")
 # The token limit right after the call's start: agno runs it with no arguments.
 EMPTY = ToolCall(name="get_weather", id="call_weather_1", arguments="", fragments=[])
 
@@ -53,11 +58,21 @@ def _agent(fake: Any) -> Agent:
     return Agent(model=model, tools=[get_weather], telemetry=False)
 
 
-def _events(agent: Agent, asynchronous: bool, on_start: Any = None) -> list[Any]:
+def _team(fake: Any) -> Team:
+    """A team whose leader holds the tool (its member is never asked here)."""
+
+    def model() -> OpenAIChat:
+        return OpenAIChat(id="gpt-4o-mini", base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+
+    member = Agent(name="helper", model=model(), telemetry=False)
+    return Team(members=[member], model=model(), tools=[get_weather], telemetry=False)
+
+
+def _events(agent: Agent | Team, asynchronous: bool, on_start: Any = None) -> list[Any]:
     """Every event of a streamed run, ``on_start(run_id)`` called at its ``RunStartedEvent``."""
 
     def seen(event: Any) -> Any:
-        if on_start is not None and type(event).__name__ == "RunStartedEvent":
+        if on_start is not None and type(event).__name__ in ("RunStartedEvent", "TeamRunStartedEvent"):
             on_start(event.run_id)
         return event
 
@@ -159,11 +174,11 @@ def _paused_mid_arguments(gate: threading.Event, *, text_inside: bool) -> Any:
     return timed_script(script.writes, {2: gate})
 
 
-def _cancel_while_paused(agent: Agent, fake: Any, gate: threading.Event) -> Any:
+def _cancel_while_paused(agent: Agent | Team, fake: Any, gate: threading.Event, after: int = 0) -> Any:
     def cancel(run_id: str) -> None:
         # Called at RunStartedEvent, before the request: cancel once the server holds the stream.
         def later() -> None:
-            while not fake.requests:
+            while len(fake.requests) <= after:
                 threading.Event().wait(0.01)
             agent.cancel_run(run_id)
             gate.set()
@@ -203,6 +218,39 @@ def test_cancel_seen_after_the_stream_leaves_its_calls_completed(
     assert _named(events, "RunCancelledEvent")
     assert body.calls == [] and executions(telemetry) == []
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
+
+
+@MODES
+def test_a_team_leader_s_call_is_executed_linked_and_cancelled(
+    instrument: Any, telemetry: Any, fake: Any, asynchronous: bool
+) -> None:
+    fake.enqueue(tool_call_script([WHOLE]), answer())
+    _events(_team(fake), asynchronous)
+    (execution,) = executions(telemetry)
+    assert [link.context.span_id for link in execution.links] == [
+        _tool_call_span(telemetry, WHOLE.id).context.span_id
+    ]
+    assert body.calls == [("Zürich", execution.context.span_id)]
+    # The team's own RunCancelledEvent (agno.run.team) ends its stream's open call.
+    telemetry.exporter.clear()
+    gate = threading.Event()
+    fake.enqueue(_paused_mid_arguments(gate, text_inside=True), answer())
+    team = _team(fake)
+    requests = len(fake.requests)
+    events = _events(team, asynchronous, on_start=_cancel_while_paused(team, fake, gate, after=requests))
+    assert _named(events, "RunCancelledEvent") and len(body.calls) == 1
+    if asynchronous or TEAM_RUN_REACHES_THE_MODEL:
+        expected = "cancelled"
+    else:
+        # agno before 2.4.0: Team.run does not hand its run to the model (response_stream without
+        # run_response), so the stream is not known as the run's: collected, it is abandoned.
+        gc.collect()
+        expected = "abandoned"
+    span = _tool_call_span(telemetry, WHOLE.id)
+    assert (span.attributes["toolcall.outcome"], span.attributes["toolcall.abort_reason"]) == (
+        "aborted",
+        expected,
+    )
 
 
 def test_a_function_call_without_an_id_gets_no_span(instrument: Any, telemetry: Any) -> None:
