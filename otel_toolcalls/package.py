@@ -11,6 +11,7 @@ _instruments: tuple[str, ...] = ()
 
 _instruments_any = (
     "agent-framework-core>=1.0.0",
+    "agno>=2.3.5",
     "aiobotocore>=2.13.1",
     "anthropic>=0.43.0",
     "autogen-core>=0.6.2",

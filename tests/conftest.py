@@ -28,6 +28,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_crewai.py": "crewai",
     "frameworks/test_smolagents.py": "smolagents",
     "frameworks/test_agent_framework.py": "agent_framework",
+    "frameworks/test_agno.py": "agno",
 }
 
 

@@ -7,9 +7,11 @@ for a block's end or the stream's end.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +78,27 @@ _SUPERSEDED = object()
 # Streams still open (process.LIVE: ended at exit by stream's exit hook, disowned in a forked child).
 LIVE: dict[int, StreamState] = process.LIVE
 
+# The streams started inside a framework's step (``Births``), for a framework that ends them on a
+# signal of its own (agno's run cancellation).
+_BORN: contextvars.ContextVar[list[weakref.ref[StreamState]] | None] = contextvars.ContextVar(
+    "otel_toolcalls_born", default=None
+)
+
+
+class Births:
+    """Streams started in this block (this thread or task) are added to ``into``, weakly."""
+
+    __slots__ = ("_into", "_token")
+
+    def __init__(self, into: list[weakref.ref[StreamState]]) -> None:
+        self._into = into
+
+    def __enter__(self) -> None:
+        self._token = _BORN.set(self._into)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _BORN.reset(self._token)
+
 
 class StreamState:
     """One streamed request: its inference span and its tool-call blocks (a ``sink.Sink``).
@@ -140,6 +163,9 @@ class StreamState:
             self.span = trace.get_current_span(parent)
         self._child_context = trace.set_span_in_context(self.span, parent)
         LIVE[id(self)] = self
+        born = _BORN.get()
+        if born is not None:
+            born.append(weakref.ref(self))
 
     def disown(self) -> None:
         """Done without ending anything: the stream is another process's (the fork hook, in

@@ -34,6 +34,7 @@ ADAPTERS: dict[str, str] = {
     "openai_responses_ws": f"{_P}.openai.responses_ws",
     # Code that executes tools: its executions become execute_tool spans linked to their calls.
     "agent_framework": f"{_F}.agent_framework",
+    "agno": f"{_F}.agno",
     "anthropic_tools": f"{_F}.anthropic_tools",
     "autogen": f"{_F}.autogen",
     "crewai": f"{_F}.crewai",

@@ -75,6 +75,10 @@ TESTED: dict[str, tuple[str, str]] = {
     #   and the get_function_span it opens are the same from 1.0.0 to 1.23.0. Lanes 1.0.0 (in
     #   -previous: -floor pins opentelemetry-api and openai below what it needs), 1.23.0.
     "agent-framework-core": ("1.0.0", "1.23.0"),
+    # agno: 2.3.5 (2025-12-03), the first of the last twelve months; FunctionCall.execute / aexecute,
+    #   Model.process_response_stream / aprocess_response_stream and RunCancelledEvent (agent and
+    #   team) are where the adapter hooks from 2.3.5 to 3.1.10. Lanes 2.3.5, 3.1.10.
+    "agno": ("2.3.5", "3.1.10"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

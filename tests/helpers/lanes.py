@@ -27,7 +27,7 @@ FRAMEWORK_LANES = {
     ".venv-crewai-mid": "tests/frameworks/requirements-crewai-mid.txt",
 }
 FRAMEWORK_ADAPTERS = (
-    "agent_framework", "autogen", "crewai", "google_adk", "llama_index", "smolagents", "strands"
+    "agent_framework", "agno", "autogen", "crewai", "google_adk", "llama_index", "smolagents", "strands"
 )
 
 # adapter -> the version lanes (tests/versions/run.py) whose venvs hold its SDK, kept out of the

@@ -1,0 +1,223 @@
+"""agno: each tool an agent runs for a model's call, and the streams of a cancelled run.
+
+Choke point: ``FunctionCall.execute`` / ``aexecute``, which every tool execution of an agno run goes
+through (``Model.run_function_call`` / ``arun_function_call``), with the call id on the
+``FunctionCall``: before agno's authorization, hooks, cache and the tool body. A strict refusal
+is delivered the way agno delivers a tool that raised: a failed ``FunctionExecutionResult`` whose
+error the model reads (``ToolCallCompletedEvent`` with ``tool_call_error``); the run goes on.
+
+agno checks its run's cancellation between run events and then builds a ``RunCancelledEvent``;
+where that cut the model's stream short, the stream's open calls end ``cancelled`` at that event.
+The streams of each run are those started by the first step of ``Model.process_response_stream``
+/ ``aprocess_response_stream`` (``Births``), kept by run id while open. The stream itself is
+traced by the adapter of the SDK the model class streams through (``OpenAIChat``: openai), once.
+agno makes no OpenTelemetry spans itself (``agno.tracing`` loads OpenInference's separate
+instrumentation).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import weakref
+from collections.abc import AsyncGenerator, Generator, Iterator
+from typing import Any, cast
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core.state import LIVE, Births, StreamState
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.runner import Execution, run, run_async
+from otel_toolcalls._wiring.patches import Patches, Requires
+
+_log = logging.getLogger(__name__)
+
+_FUNCTION = "agno.tools.function"
+_MODEL = "agno.models.base"
+REQUIRES = Requires(
+    sdk="agno",
+    targets=(
+        (_FUNCTION, "FunctionCall.execute"),
+        (_FUNCTION, "FunctionCall.aexecute"),
+        # A class keeps an inherited ``__init__``: a release is missing these by losing the class.
+        ("agno.run.agent", "RunCancelledEvent.__init__"),
+        ("agno.run.team", "RunCancelledEvent.__init__"),
+        (_MODEL, "Model.process_response_stream"),
+        (_MODEL, "Model.aprocess_response_stream"),
+    ),
+)
+_patches = Patches()
+
+
+def _execution(function_call: Any, telemetry: Telemetry) -> Execution | None:
+    call_id = getattr(function_call, "call_id", None)
+    if not call_id or not isinstance(call_id, str):
+        return None  # not a model's call (run directly, agno's code mode): no span
+    name = getattr(getattr(function_call, "function", None), "name", None)
+    return Execution(call_id, name if isinstance(name, str) else None, telemetry)
+
+
+def _tool_error(result: Any) -> str | None:
+    """agno catches a tool's exception and keeps only its message: the type is not known."""
+    return "tool_error" if getattr(result, "status", None) == "failure" else None
+
+
+def _refused(function_call: Any, refused: IncompleteToolCallError) -> Any:
+    """The refusal as agno's result of a tool that raised: the model reads the error."""
+    try:
+        from agno.tools.function import FunctionExecutionResult
+
+        function_call.error = str(refused)
+        return FunctionExecutionResult(status="failure", error=str(refused))
+    except Exception:
+        _log.debug("otel_toolcalls: could not report a refusal through agno", exc_info=True)
+        raise refused from None
+
+
+def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    execution = _execution(instance, telemetry) if is_instrumentation_enabled() else None
+    if execution is None:
+        return wrapped(*args, **kwargs)
+    try:
+        return run(execution, wrapped, args, kwargs, _tool_error)
+    except IncompleteToolCallError as refused:  # raised entering, before the tool (agno catches the tool's)
+        return _refused(instance, refused)
+
+
+async def _aexecute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    execution = _execution(instance, telemetry) if is_instrumentation_enabled() else None
+    if execution is None:
+        return await wrapped(*args, **kwargs)
+    try:
+        return await run_async(execution, wrapped, args, kwargs, _tool_error)
+    except IncompleteToolCallError as refused:
+        return _refused(instance, refused)
+
+
+class _Runs:
+    """The streams each run's model requests started, by run id, until they end: what its
+    ``RunCancelledEvent`` ends ``cancelled``. Never the SDK's objects' attributes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._born: dict[str, list[weakref.ref[StreamState]]] = {}
+
+    def add(self, run_id: str, born: list[weakref.ref[StreamState]]) -> None:
+        with self._lock:
+            # Runs whose streams all ended leave: the table holds only runs with a stream open.
+            for ended in [key for key, refs in self._born.items() if not _open(refs)]:
+                del self._born[ended]
+            self._born.setdefault(run_id, []).extend(born)
+
+    def cancelled(self, run_id: Any) -> None:
+        with self._lock:
+            refs = self._born.pop(run_id, None) if isinstance(run_id, str) else None
+        for state in _open(refs or []):
+            state.cancelled()
+
+
+def _open(refs: list[weakref.ref[StreamState]]) -> list[StreamState]:
+    return [state for state in (ref() for ref in refs) if state is not None and id(state) in LIVE]
+
+
+_runs = _Runs()
+
+
+class _FirstStep:
+    """The first step of the model's response generator (it sends the request and starts the
+    stream, a retry inside it too), the streams it starts told to ``_runs``; then it stops and
+    ``_watched`` delegates the rest straight to the generator (a context variable per chunk would
+    cost more than the chunk). ``throw`` and ``close`` go to the generator, as ``yield from``'s."""
+
+    __slots__ = ("_run_id", "_steps", "finished", "taken")
+
+    def __init__(self, run_id: str, steps: Any) -> None:
+        self._run_id = run_id
+        self._steps = steps
+        self.taken = self.finished = False
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        if self.taken:
+            raise StopIteration
+        self.taken = True
+        born: list[weakref.ref[StreamState]] = []
+        try:
+            with Births(born):
+                return next(self._steps)
+        except StopIteration:
+            self.finished = True
+            raise
+        finally:
+            if born:
+                _runs.add(self._run_id, born)
+
+    def throw(self, *exc_info: Any) -> Any:
+        return self._steps.throw(*exc_info)
+
+    def close(self) -> None:
+        self._steps.close()
+
+
+def _watched(run_id: str, steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    first = _FirstStep(run_id, steps)
+    # Its StopIteration carries the generator's return value when the first step was the last.
+    done = yield from cast("Generator[Any, Any, Any]", first)
+    if first.finished:
+        return done
+    return (yield from steps)
+
+
+async def _awatched(run_id: str, steps: AsyncGenerator[Any, Any]) -> AsyncGenerator[Any, Any]:
+    born: list[weakref.ref[StreamState]] = []
+    try:
+        with Births(born):
+            first = await steps.__anext__()
+    except StopAsyncIteration:
+        return
+    finally:
+        if born:
+            _runs.add(run_id, born)
+    yield first
+    async for step in steps:
+        yield step
+
+
+def _response_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    steps = wrapped(*args, **kwargs)
+    run_id = getattr(kwargs.get("run_response"), "run_id", None)
+    if not isinstance(run_id, str) or not is_instrumentation_enabled():
+        return steps
+    if isinstance(steps, Generator):
+        return _watched(run_id, steps)
+    if isinstance(steps, AsyncGenerator):
+        return _awatched(run_id, steps)
+    return steps
+
+
+def _run_cancelled_event(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    """agno's own signal: the run was cancelled; a call still open in its stream never completes."""
+    result = wrapped(*args, **kwargs)
+    try:
+        _runs.cancelled(getattr(instance, "run_id", None))
+    except Exception:
+        _log.debug("otel_toolcalls: could not end a cancelled agno run's streams", exc_info=True)
+    return result
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    _patches.wrap(_FUNCTION, "FunctionCall.execute", functools.partial(_execute, telemetry))
+    _patches.wrap(_FUNCTION, "FunctionCall.aexecute", functools.partial(_aexecute, telemetry))
+    _patches.wrap("agno.run.agent", "RunCancelledEvent.__init__", _run_cancelled_event)
+    _patches.wrap("agno.run.team", "RunCancelledEvent.__init__", _run_cancelled_event)
+    _patches.wrap(_MODEL, "Model.process_response_stream", _response_stream)
+    _patches.wrap(_MODEL, "Model.aprocess_response_stream", _response_stream)
+    return bool(_patches)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
