@@ -17,6 +17,9 @@ import pytest
 
 from otel_toolcalls.testing.kit import call, cut_mid_arguments, each_fault, truncate
 
+# The plugin is opt-in: here, or once in a conftest.py.
+pytest_plugins = ["otel_toolcalls.testing.pytest_plugin"]
+
 each_api = pytest.mark.parametrize("kind", ["openai", "anthropic"])
 careless = pytest.mark.xfail(strict=True, reason="the careless loop keeps and runs the broken call")
 
