@@ -141,7 +141,7 @@ versions: $(VENV)/.stamp-test
 	$(PY) tests/versions/run.py
 
 # The openai and anthropic SDKs' own tests (their tests/lib, from the sdists on PyPI, at the newest
-# versions _wiring/support.py states) with the package instrumented, in venvs of their own under
+# versions _wiring/tested_versions.py states) with the package instrumented, in venvs of their own under
 # .sdk-suites/; those that did not pass run again bare and instrumented. Fails on a test whose
 # outcome differs, or on any toolcall.internal_errors. After the lanes, alone: the SDKs' own
 # timing tests fail beside other jobs on two cores. SDK_SUITE_FULL=1 runs the whole suite bare too.

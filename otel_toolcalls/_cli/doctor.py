@@ -25,7 +25,7 @@ from otel_toolcalls._config import CAPTURE_CONTENT_ENV, ENV_VARIABLES, Settings,
 from otel_toolcalls._core import telemetry
 from otel_toolcalls._wiring.adapters import adapter_names, load
 from otel_toolcalls._wiring.dependencies import DISTRIBUTION, instrumentation_dependencies
-from otel_toolcalls._wiring.support import SURFACES, TESTED
+from otel_toolcalls._wiring.tested_versions import SURFACES, TESTED
 from otel_toolcalls.version import __version__
 
 from .doctor_env import otlp, providers
@@ -107,7 +107,7 @@ def _sdk_row(name: str) -> dict[str, Any]:
     }
     if version is not None:
         # The installed release's design: the other designs' modules are not in this release.
-        targets = requires.current()
+        targets = requires.installed_targets()
         row["targets"] = len(targets)
         row["absent"] = absent = requires.absent_modules()
         row["absent_targets"] = sum(1 for module, _ in targets if module in absent)

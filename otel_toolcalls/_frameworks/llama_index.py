@@ -72,7 +72,7 @@ def _sync_to_async(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 def instrument(telemetry: Telemetry) -> bool:
     step = functools.partial(_call_tool, telemetry)
-    for module, attr in REQUIRES.current():
+    for module, attr in REQUIRES.installed_targets():
         _patches.wrap(module, attr, _sync_to_async if (module, attr) == _SYNC_TO_ASYNC else step)
     return bool(_patches)
 

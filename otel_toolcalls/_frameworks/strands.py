@@ -152,7 +152,7 @@ def _runs(telemetry: Telemetry, runs: str, wrapped: Any, instance: Any, args: An
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    (opens_module, opens), (runs_module, runs) = REQUIRES.current()
+    (opens_module, opens), (runs_module, runs) = REQUIRES.installed_targets()
     _patches.wrap(opens_module, opens, functools.partial(_opens, _TOOL_USE[opens]))
     runner = functools.partial(_runs, telemetry, runs)
     if _patches and not _patches.wrap(runs_module, runs, runner):

@@ -2,7 +2,7 @@
 
 opentelemetry-instrumentation (0.5x on) loads an instrumentor only when one distribution of its
 ``instruments-any`` extra is installed in the range stated there. The package has one entry per
-distribution an adapter patches, at the oldest release tested (``support.TESTED``): a process with
+distribution an adapter patches, at the oldest release tested (``tested_versions.TESTED``): a process with
 only a framework or only mcp is instrumented too. ``instruments_any()`` derives that list;
 ``package._instruments_any`` and pyproject.toml state it, as contrib's packages do (tests check all
 three are one list), and the instrumentor reads the stated one (no adapter imported to decide).
@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 from otel_toolcalls import package
 
 from .adapters import adapter_names, load
-from .support import TESTED
+from .tested_versions import TESTED
 
 DISTRIBUTION = "otel-toolcalls"
 

@@ -34,7 +34,7 @@ class Requires:
     """One adapter's needs, as data. The instrumentor waits for the modules of ``targets`` and warns
     (once) about any target it cannot find; ``otel-toolcalls doctor`` reports them."""
 
-    # The distribution, as pip names it: its version is reported and checked against _wiring.support.
+    # The distribution, as pip names it: its version is reported and checked against _wiring.tested_versions.
     sdk: str
     # Every attribute the adapter wraps on the newest design.
     targets: tuple[Target, ...]
@@ -46,7 +46,7 @@ class Requires:
     # warning). A release with the surface that lacks a target has it missing, as anywhere.
     surfaces: tuple[tuple[str, str], ...] = ()
     # The older designs' targets, each for the releases before its ``until``: one declaration per
-    # design; the installed version picks one (``current``), so a target gone from it is missing.
+    # design; the installed version picks one (``installed_targets``), so a target gone from it is missing.
     earlier: tuple[Earlier, ...] = ()
 
     @property
@@ -55,7 +55,7 @@ class Requires:
         designs = [self.targets, *(each.targets for each in self.earlier)]
         return tuple(dict.fromkeys(module for targets in designs for module, _ in targets))
 
-    def current(self) -> tuple[Target, ...]:
+    def installed_targets(self) -> tuple[Target, ...]:
         """The targets of the installed release's design (the newest where the version is unknown)."""
         try:
             installed = Version(self.version() or "")
@@ -78,7 +78,7 @@ class Requires:
         absent = set(self.absent_modules())
         return [
             f"{module}.{attr}"
-            for module, attr in self.current()
+            for module, attr in self.installed_targets()
             if module not in absent and resolve(module, attr) is None
         ]
 
@@ -117,7 +117,7 @@ class Patches:
     def wrap_all(self, requires: Requires, wrapper: Callable[..., Any]) -> bool:
         """Wraps every target of the installed release's design with ``wrapper`` (the adapters
         whose targets are one choke point, or its twins); True when any was wrapped."""
-        for module, attr in requires.current():
+        for module, attr in requires.installed_targets():
             self.wrap(module, attr, wrapper)
         return bool(self)
 

@@ -15,7 +15,7 @@ from otel_toolcalls._wiring.adapters import adapter_names, load
 
 ROOT = Path(__file__).resolve().parents[2]
 # venv -> its requirements file: each framework at its newest, at the last release of its previous
-# tool-execution design, and at the oldest it covers (otel_toolcalls/_wiring/support.py says which).
+# tool-execution design, and at the oldest it covers (otel_toolcalls/_wiring/tested_versions.py says which).
 FRAMEWORK_LANES = {
     ".venv-frameworks": "tests/frameworks/requirements.txt",
     ".venv-frameworks-previous": "tests/frameworks/requirements-previous.txt",
@@ -52,7 +52,7 @@ def targets_here(adapter: str) -> list[tuple[str, str]]:
     target per major)."""
     req = requires(adapter)
     absent = set(req.absent_modules())
-    return [(module, attr) for module, attr in req.current() if module not in absent]
+    return [(module, attr) for module, attr in req.installed_targets() if module not in absent]
 
 
 def requirement_names(path: str) -> set[str]:

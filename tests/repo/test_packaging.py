@@ -22,7 +22,7 @@ IMPORTED_AS = {
     "wrapt": "wrapt",
 }
 # Declared, never imported: the opentelemetry-floor lane pins it at the floor stated here. Dropping it
-# means dropping that pin too (tests/versions/run.py's OTEL, support.TESTED's row).
+# means dropping that pin too (tests/versions/run.py's OTEL, tested_versions.TESTED's row).
 DECLARED_FOR_A_LANE = {"opentelemetry-semantic-conventions": "opentelemetry.semconv"}
 
 

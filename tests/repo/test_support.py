@@ -1,5 +1,6 @@
-"""otel_toolcalls._wiring.support.TESTED against what the version lane runs (tests/versions/run.py), and,
-for the agent frameworks, against the versions their lanes' venvs pin (tests/frameworks/)."""
+"""otel_toolcalls._wiring.tested_versions.TESTED against what the version lane runs
+(tests/versions/run.py), and, for the agent frameworks, against the versions their lanes' venvs
+pin (tests/frameworks/)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from lanes import FRAMEWORK_VENVS, requirement_pins, requires
 from packaging.version import Version
 
 from otel_toolcalls._wiring.adapters import adapter_names
-from otel_toolcalls._wiring.support import SURFACES, TESTED
+from otel_toolcalls._wiring.tested_versions import SURFACES, TESTED
 
 RUN = Path(__file__).parents[1] / "versions" / "run.py"
 # distribution -> the requirements files of the framework lanes that run it
@@ -100,7 +101,8 @@ def test_a_surface_range_starts_at_the_oldest_lane_running_its_tests() -> None:
 # an adapter patches, versions inside the tested range, up to the newest.
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "SUPPORT.md"
 BEGIN = (
-    "<!-- tested versions: written from otel_toolcalls/_wiring/support.py by tests/repo/test_support.py -->"
+    "<!-- tested versions: written from otel_toolcalls/_wiring/tested_versions.py"
+    " by tests/repo/test_support.py -->"
 )
 END = "<!-- end of the written table -->"
 DASH = " \u2013 "  # the page's range dash

@@ -1,7 +1,7 @@
 """The SDK-suites lane: the openai and anthropic SDKs' own tests, run bare and instrumented.
 
 For each SDK at the newest version the tested-versions table states (otel_toolcalls/_wiring/
-support.py), its source distribution is fetched from PyPI (the sdist carries the SDK's ``tests/``),
+tested_versions.py), its source distribution is fetched from PyPI (the sdist carries the SDK's ``tests/``),
 a venv of its own gets that release, the test dependencies its pyproject.toml declares (less its
 linters and type checkers) and the package (editable), and the suite (``tests/lib`` unless told)
 runs twice: bare, then with the package instrumented before the SDK is imported
@@ -39,7 +39,7 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from otel_toolcalls._wiring.support import TESTED  # noqa: E402
+from otel_toolcalls._wiring.tested_versions import TESTED  # noqa: E402
 
 WORK = ROOT / ".sdk-suites"
 HERE = Path(__file__).resolve().parent
@@ -340,7 +340,7 @@ def count_errors(sdk: str, version: str, instrumented: dict) -> bool:
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("sdks", nargs="*", help=f"of {', '.join(SUITES)} (default: all)")
-    parser.add_argument("--version", help="the SDK's release (default: the newest support.py states)")
+    parser.add_argument("--version", help="the SDK's release (default: the newest tested_versions.py states)")
     parser.add_argument(
         "--tests", nargs="+", help="paths inside the SDK's tree (default: tests/lib and a few)"
     )

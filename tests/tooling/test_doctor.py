@@ -25,7 +25,7 @@ from lanes import FRAMEWORKS_HERE, installed, requires, targets_here
 from otel_toolcalls._cli import doctor as _doctor
 from otel_toolcalls._cli import doctor_env as _doctor_env
 from otel_toolcalls._wiring.adapters import adapter_names, load
-from otel_toolcalls._wiring.support import TESTED
+from otel_toolcalls._wiring.tested_versions import TESTED
 
 HERE = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
@@ -79,7 +79,7 @@ def runs() -> dict[str, subprocess.CompletedProcess[str]]:
 
 def _frameworks_set_a_tracer_provider() -> bool:
     """Whether importing this venv's frameworks' modules alone sets a real global tracer provider."""
-    modules = sorted({requires(a).current()[0][0] for a in FRAMEWORKS_HERE})
+    modules = sorted({requires(a).installed_targets()[0][0] for a in FRAMEWORKS_HERE})
     code = (
         "import importlib, sys\nfrom opentelemetry import trace\n"
         "for m in sys.argv[1:]: importlib.import_module(m)\n"
@@ -99,7 +99,7 @@ def _nothing_here(adapter: str) -> bool:
     openai has no Responses WebSocket): doctor lists it with nothing to patch, not unseen."""
     req = requires(adapter)
     absent = set(req.absent_modules())
-    return bool(absent) and all(module in absent for module, _ in req.current())
+    return bool(absent) and all(module in absent for module, _ in req.installed_targets())
 
 
 def test_on_this_venv_every_sdk_is_listed_with_its_version_and_seen(runs: Any) -> None:
@@ -112,7 +112,7 @@ def test_on_this_venv_every_sdk_is_listed_with_its_version_and_seen(runs: Any) -
         found, total = targets.split("/")
         req = requires(adapter)
         # Targets of a surface this release does not have (mcp's servers: one per major) are not found.
-        absent = sum(1 for module, _ in req.current() if module in req.absent_modules())
+        absent = sum(1 for module, _ in req.installed_targets() if module in req.absent_modules())
         expected = (version, "-", 0) if _nothing_here(adapter) else (version, "yes", int(total) - absent)
         assert (shown, applies, int(found)) == expected, line
     for adapter in sorted(set(adapter_names()) - set(_installed())):

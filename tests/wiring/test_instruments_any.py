@@ -18,7 +18,7 @@ from packaging.version import Version
 from otel_toolcalls import ToolCallsInstrumentor, package
 from otel_toolcalls._wiring import dependencies
 from otel_toolcalls._wiring.adapters import adapter_names, load
-from otel_toolcalls._wiring.support import TESTED
+from otel_toolcalls._wiring.tested_versions import TESTED
 
 PYPROJECT = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
 EXTRA = PYPROJECT["project"]["optional-dependencies"]["instruments-any"]

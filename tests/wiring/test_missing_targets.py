@@ -68,7 +68,7 @@ def _expected(victims: dict[str, list[tuple[str, str]]]) -> list[str]:
     out = []
     for adapter, gone in victims.items():
         req = requires(adapter)
-        missing = [f"{module}.{attr}" for module, attr in req.current() if (module, attr) in gone]
+        missing = [f"{module}.{attr}" for module, attr in req.installed_targets() if (module, attr) in gone]
         out.append(
             f"otel_toolcalls: {req.sdk} {importlib.metadata.version(req.sdk)} lacks {', '.join(missing)}: "
             f"the {adapter} adapter cannot trace what goes through {'it' if len(missing) == 1 else 'them'} "
@@ -132,7 +132,7 @@ def test_every_adapter_patches_exactly_its_declared_targets(instrument: Any) -> 
     for name in [a for a in adapter_names() if installed(a)]:
         req = requires(name)
         absent = set(req.absent_modules())  # surfaces this release predates: nothing to patch
-        here = {(module, attr) for module, attr in req.current() if module not in absent}
+        here = {(module, attr) for module, attr in req.installed_targets() if module not in absent}
         for module, _ in here:  # this release's design: the others' modules may not exist
             importlib.import_module(module)
         if here:

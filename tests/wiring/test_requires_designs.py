@@ -19,22 +19,22 @@ OLDEST = (("wrapt.gone_module", "ObjectProxy"),)
 
 def test_a_release_from_a_designs_until_on_has_the_newer_design() -> None:
     req = Requires(sdk="wrapt", targets=NEWEST, earlier=(Earlier(str(INSTALLED), OLDER),))
-    assert req.current() == NEWEST
+    assert req.installed_targets() == NEWEST
 
 
 def test_a_release_before_until_has_the_older_design() -> None:
-    assert Requires(sdk="wrapt", targets=NEWEST, earlier=(Earlier(NEXT, OLDER),)).current() == OLDER
+    assert Requires(sdk="wrapt", targets=NEWEST, earlier=(Earlier(NEXT, OLDER),)).installed_targets() == OLDER
 
 
 def test_of_two_older_designs_the_nearest_until_wins_in_any_order() -> None:
     for earlier in [(Earlier(NEXT, OLDER), Earlier(AFTER_NEXT, OLDEST)),
                     (Earlier(AFTER_NEXT, OLDEST), Earlier(NEXT, OLDER))]:  # fmt: skip
-        assert Requires(sdk="wrapt", targets=NEWEST, earlier=earlier).current() == OLDER
+        assert Requires(sdk="wrapt", targets=NEWEST, earlier=earlier).installed_targets() == OLDER
 
 
 def test_an_sdk_not_installed_has_the_newest_design() -> None:
     req = Requires(sdk="no-such-distribution", targets=NEWEST, earlier=(Earlier(NEXT, OLDER),))
-    assert req.current() == NEWEST
+    assert req.installed_targets() == NEWEST
 
 
 def test_every_designs_modules_are_waited_for_but_only_the_current_is_checked() -> None:
