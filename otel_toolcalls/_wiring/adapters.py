@@ -35,6 +35,7 @@ ADAPTERS: dict[str, str] = {
     # Code that executes tools: its executions become execute_tool spans linked to their calls.
     "anthropic_tools": f"{_F}.anthropic_tools",
     "autogen": f"{_F}.autogen",
+    "claude_agent_sdk": f"{_F}.claude_agent_sdk",
     "crewai": f"{_F}.crewai",
     "google_adk": f"{_F}.google_adk",
     "langchain": f"{_F}.langchain",
