@@ -76,6 +76,7 @@ ADAPTERS = {
     "autogen": ("execution", "call_autogen"),
     "crewai": ("execution", "call_crewai"),
     "smolagents": ("execution", "call_smolagents"),
+    "claude_agent_sdk": ("execution", "toolu_claude_agent_sdk"),
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}

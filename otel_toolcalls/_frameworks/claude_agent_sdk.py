@@ -2,11 +2,12 @@
 
 The model is called by the CLI (a separate program), not by the anthropic SDK in this process: with
 ``include_partial_messages=True`` the CLI writes each raw Anthropic stream event to stdout as a
-``stream_event`` line. Choke point for the stream: ``SubprocessCLITransport.read_messages``, the
-lines as ``Query._read_messages`` routes them, in the order the CLI wrote them and before any
-control request they precede is handled. Each Anthropic message (``message_start`` ..
-``message_stop``) of each thread (``parent_tool_use_id``: the main one, or a subagent's) is one
-streamed request, read by the anthropic Messages translator.
+``stream_event`` line. Choke point for the stream: the generator of those lines that
+``SubprocessCLITransport.read_messages`` returns (``_read_messages_impl``), read as
+``Query._read_messages`` routes them, in the order the CLI wrote them and before any control request
+they precede is handled. Each Anthropic message (``message_start`` .. ``message_stop``) of each
+thread (``parent_tool_use_id``: the main one, or a subagent's) is one streamed request, read by
+the anthropic Messages translator.
 
 Tools: the CLI runs its own; those of an SDK MCP server (``@tool``) run here, asked for by a
 ``tools/call`` control request naming the call in ``params._meta["claudecode/toolUseId"]``
@@ -39,7 +40,11 @@ from otel_toolcalls._wiring.patches import Patches, Requires, resolve
 
 _log = logging.getLogger(__name__)
 
-_TRANSPORT = ("claude_agent_sdk._internal.transport.subprocess_cli", "SubprocessCLITransport.read_messages")
+# read_messages hands out this generator (the public name is also the abstract Transport's).
+_TRANSPORT = (
+    "claude_agent_sdk._internal.transport.subprocess_cli",
+    "SubprocessCLITransport._read_messages_impl",
+)
 _MCP_REQUEST = ("claude_agent_sdk._internal.query", "Query._handle_sdk_mcp_request")
 REQUIRES = Requires(sdk="claude-agent-sdk", targets=(_TRANSPORT, _MCP_REQUEST), provider="anthropic")
 _patches = Patches()

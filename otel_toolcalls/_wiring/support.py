@@ -70,6 +70,11 @@ TESTED: dict[str, tuple[str, str]] = {
     #   process_tool_calls / execute_tool_call and the streamed step are the same from 1.24.0 to
     #   1.26.0. Lanes 1.24.0, 1.26.0.
     "smolagents": ("1.24.0", "1.26.0"),
+    # Claude Agent SDK: 0.1.19 (January 2026, Claude Code 2.1.1), the first of the last twelve
+    #   months; its transport's read_messages and Query._handle_sdk_mcp_request are in every release
+    #   since. Before 0.2.140 the SDK calls its MCP tools itself; from it a real mcp server runs them.
+    #   Lanes 0.1.19 (with mcp 1.x), 0.2.189 (Claude Code 2.1.332).
+    "claude-agent-sdk": ("0.1.19", "0.2.189"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

@@ -265,5 +265,29 @@ def test_the_example_under_opentelemetry_instrument() -> None:
         check=True,
     )
     lines = out.stdout.splitlines()
+    # The cut call never reached the tool body; the whole one ran once.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "answer: Sunny in Zürich." in lines
+    assert "toolu_cut: aborted" in lines and "toolu_whole: completed" in lines
+    spans = [json.loads(chunk) for chunk in _json_objects(out.stdout)]
+    (refused,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_cut"]
+    # The SDK's own MCP span (mcp 2.x, recording under a global provider) is the execution span:
+    # refused, not linked; mcp itself marks it with the isError result it answered.
+    assert refused["attributes"]["toolcall.outcome"] == "aborted" and refused["links"] == []
+    assert refused["status"]["status_code"] == "ERROR"
+    (linked,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_whole"]
+    assert len(linked["links"]) == 1
+
+
+def _json_objects(text: str) -> list[str]:
+    """The console exporter's spans: each a JSON object starting at a line that is "{"."""
+    chunks, current = [], []
+    for line in text.splitlines():
+        if line == "{":
+            current = [line]
+        elif current:
+            current.append(line)
+            if line == "}":
+                chunks.append("\n".join(current))
+                current = []
+    return chunks
