@@ -39,7 +39,9 @@ async def main() -> None:
         fake.enqueue(
             # Message start, block start, two fragments: then the connection drops.
             A.script_for(A.events_for([CUT], pings=False), cut_after=4, pace=0.05),
-            message_json([{"type": "tool_use", "id": CUT.id, "name": CUT.name, "input": {"location": "Zürich"}}]),
+            message_json(
+                [{"type": "tool_use", "id": CUT.id, "name": CUT.name, "input": {"location": "Zürich"}}]
+            ),
             A.tool_use_script([WHOLE]),
             A.script_for(A.events_for([A.Text("Sunny in Zürich.")], stop_reason="end_turn")),
         )

@@ -8,7 +8,9 @@ from otel_toolcalls.testing import anthropic as A
 from otel_toolcalls.testing.claude_code import CLIFake, cli_env
 
 # Its own id: the SDK-first runs share a process.
-WEATHER = A.ToolUse(name="mcp__w__get_weather", id="toolu_claude_agent_sdk", arguments='{"location": "Zürich"}')
+WEATHER = A.ToolUse(
+    name="mcp__w__get_weather", id="toolu_claude_agent_sdk", arguments='{"location": "Zürich"}'
+)
 
 
 @tool("get_weather", "Current weather for a location.", {"location": str})
