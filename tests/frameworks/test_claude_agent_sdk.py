@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -219,17 +220,67 @@ async def test_interrupt_mid_arguments_is_cancelled(
     assert ran == []
 
 
+def _wrapped_cli(tmp_path: Path, record: str) -> str:
+    """A CLI wrapper that runs ``record`` (sh) first, then the bundled CLI in its place."""
+    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    wrapper = tmp_path / "claude"
+    wrapper.write_text(f'#!/bin/sh\n{record}\nexec "{bundled}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    return str(wrapper)
+
+
+async def test_the_cli_dying_mid_arguments_is_a_stream_error(
+    instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    options = _options(fake, tmp_path)
+    options.cli_path = _wrapped_cli(tmp_path, f'echo $$ > "{pid_file}"')
+    slow = A.ToolUse(
+        name=WEATHER.name, id=WEATHER.id, arguments=WEATHER.arguments, fragments=list(WEATHER.arguments)
+    )
+    fake.enqueue(A.script_for(A.events_for([slow], pings=False), pace=0.2), _answer())
+    killed, raised = False, None
+    try:
+        async with ClaudeSDKClient(options=options) as client:
+            await client.query("Weather in Zürich?")
+            async for message in client.receive_response():
+                event = getattr(message, "event", None) or {}
+                if not killed and event.get("delta", {}).get("type") == "input_json_delta":
+                    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+                    killed = True
+    except Exception as exc:
+        raised = exc
+    assert killed and raised is not None
+    call = _the(telemetry, "tool_call ")
+    assert call.attributes["toolcall.outcome"] == "aborted"
+    assert call.attributes["toolcall.abort_reason"] == "stream_error"
+    assert call.attributes["error.type"] == "claude_agent_sdk.ProcessError"  # the CLI killed: exit -9
+    assert ran == [] and _executions(telemetry) == []
+
+
+async def test_without_partial_messages_no_stream_is_seen(
+    instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
+) -> None:
+    # The CLI writes whole assistant messages only: no call is seen streaming, so the execution
+    # is unknown: not linked, and not refused in strict mode.
+    instrument(strict=True)
+    options = _options(fake, tmp_path)
+    options.include_partial_messages = False
+    fake.enqueue(A.tool_use_script([WEATHER]), _answer())
+    _, raised = await _run(telemetry, options)
+    assert raised is None and [location for location, _ in ran] == ["Zürich"]
+    assert telemetry.tool_spans() == []
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "unknown" and execution.links == ()
+
+
 async def test_the_cli_gets_the_app_span_as_traceparent(
     instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
 ) -> None:
     # A CLI wrapper records the environment the SDK started the CLI with.
-    bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
     seen_env = tmp_path / "env.txt"
-    wrapper = tmp_path / "claude"
-    wrapper.write_text(f'#!/bin/sh\nenv > "{seen_env}"\nexec "{bundled}" "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     options = _options(fake, tmp_path)
-    options.cli_path = str(wrapper)
+    options.cli_path = _wrapped_cli(tmp_path, f'env > "{seen_env}"')
     fake.enqueue(_answer())
     await _run(telemetry, options)
     env = dict(line.split("=", 1) for line in seen_env.read_text().splitlines() if "=" in line)
