@@ -179,6 +179,13 @@ class _Session:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
+        if kind == "content_block_delta":
+            # Nearly every line: read as the translator reads a delta, without an attribute view.
+            # {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"}}
+            delta, turn = event.get("delta"), self.turns.get(thread)
+            if turn is not None and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+                turn.state.fragment(event.get("index"), delta.get("partial_json"))
+            return
         if kind == "message_start":
             self.end(thread, StreamState.ended)
             self.turns[thread] = _Turn(self._open())
