@@ -276,6 +276,10 @@ async def _reading(session: _Session, lines: AsyncIterator[Any]) -> AsyncIterato
             yield message
     except GeneratorExit:
         session.end_all(StreamState.closed)
+        # Closed now, as it would have been without this wrapper (the SDK's returns at once).
+        close = getattr(lines, "aclose", None)
+        if close is not None:
+            await close()
         raise
     except BaseException as exc:
         # A cancelled read task (the SDK's close()) is not an Exception: cancelled, else the CLI's end.

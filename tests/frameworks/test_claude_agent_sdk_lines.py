@@ -128,11 +128,14 @@ async def test_the_transport_ending_mid_arguments(
 
 
 async def test_the_transport_closed_mid_arguments(instrument: Any, telemetry: Any) -> None:
-    reading = adapter._reading(adapter._Session(in_force()), _lines(_events(None, [CALL])))
+    inner = _lines(_events(None, [CALL]))
+    reading = adapter._reading(adapter._Session(in_force()), inner)
     for _ in range(4):
         await reading.__anext__()
     await reading.aclose()
     assert _outcome(telemetry) == ("aborted", "closed")
+    # The transport's own generator is closed with it, not left to the collector.
+    assert inner.ag_frame is None
 
 
 @pytest.mark.parametrize(("ran", "outcome"), [(True, ("completed", None)), (False, ("aborted", "truncated"))])
