@@ -89,7 +89,7 @@ class _Fields:
 
 class _Stopped:
     """Calls whose block stopped and that no stop reason settled yet, by call id: the CLI starts a
-    tool at its block's stop, before the message's stop reason (measured: 2.1.332)."""
+    tool at its block's stop, before the message's stop reason."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
