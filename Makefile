@@ -97,8 +97,11 @@ lanes: $(VENV)/.stamp-test
 # previous tool-execution design (-previous) and at the oldest the adapter covers (-floor).
 FW_VENV := .venv-frameworks
 CREWAI_VENV := .venv-crewai
+# The Claude Agent SDK gets venvs of its own: its wheel carries the Claude Code CLI (a native
+# program of ~400 MB), which its tests run; the floor pins mcp 1.x, which the SDK then needed.
+CLAUDE_VENV := .venv-claude-agent
 FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
-  $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid
+  $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid $(CLAUDE_VENV) $(CLAUDE_VENV)-floor
 FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks \
   tests/wiring/test_import_order.py tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
 
@@ -119,6 +122,8 @@ $(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-floor,tests/frameworks/requirements-cr
 # A release inside each claimed range, between the floor and the previous design's last (-mid).
 $(eval $(call FW_VENV_RULE,$(FW_VENV)-mid,tests/frameworks/requirements-mid.txt))
 $(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-mid,tests/frameworks/requirements-crewai-mid.txt))
+$(eval $(call FW_VENV_RULE,$(CLAUDE_VENV),tests/frameworks/requirements-claude-agent.txt))
+$(eval $(call FW_VENV_RULE,$(CLAUDE_VENV)-floor,tests/frameworks/requirements-claude-agent-floor.txt))
 
 frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	$(FW_VENV)/bin/python $(FW_PYTEST)
@@ -129,6 +134,8 @@ frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	$(CREWAI_VENV)-floor/bin/python $(FW_PYTEST)
 	$(FW_VENV)-mid/bin/python $(FW_PYTEST)
 	$(CREWAI_VENV)-mid/bin/python $(FW_PYTEST)
+	$(CLAUDE_VENV)/bin/python $(FW_PYTEST)
+	$(CLAUDE_VENV)-floor/bin/python $(FW_PYTEST)
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x, in a
 # venv of its own (the version lane "wrapt-1"), so they run beside the rest.

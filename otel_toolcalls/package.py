@@ -16,6 +16,7 @@ _instruments_any = (
     "anthropic>=0.43.0",
     "autogen-core>=0.6.2",
     "botocore>=1.34.116",
+    "claude-agent-sdk>=0.1.19",
     "cohere>=7.0.0",
     "crewai>=1.10.1",
     "google-adk>=1.20.0",

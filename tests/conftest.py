@@ -29,6 +29,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_smolagents.py": "smolagents",
     "frameworks/test_agent_framework.py": "agent_framework",
     "frameworks/test_agno.py": "agno",
+    "frameworks/test_claude_agent_sdk.py": "claude_agent_sdk",
 }
 
 

@@ -37,6 +37,7 @@ ADAPTERS: dict[str, str] = {
     "agno": f"{_F}.agno",
     "anthropic_tools": f"{_F}.anthropic_tools",
     "autogen": f"{_F}.autogen",
+    "claude_agent_sdk": f"{_F}.claude_agent_sdk",
     "crewai": f"{_F}.crewai",
     "google_adk": f"{_F}.google_adk",
     "langchain": f"{_F}.langchain",

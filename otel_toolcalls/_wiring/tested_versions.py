@@ -79,6 +79,11 @@ TESTED: dict[str, tuple[str, str]] = {
     #   Model.process_response_stream / aprocess_response_stream and RunCancelledEvent (agent and
     #   team) are where the adapter hooks from 2.3.5 to 3.1.10. Lanes 2.3.5, 3.1.10.
     "agno": ("2.3.5", "3.1.10"),
+    # Claude Agent SDK: 0.1.19 (January 2026, Claude Code 2.1.1), the first of the last twelve
+    #   months; its transport's read_messages and Query._handle_sdk_mcp_request are in every release
+    #   since. Before 0.2.140 the SDK calls its MCP tools itself; from it a real mcp server runs them.
+    #   Lanes 0.1.19 (with mcp 1.x), 0.2.189 (Claude Code 2.1.332).
+    "claude-agent-sdk": ("0.1.19", "0.2.189"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

@@ -25,9 +25,19 @@ FRAMEWORK_LANES = {
     ".venv-crewai-previous": "tests/frameworks/requirements-crewai-previous.txt",
     ".venv-crewai-floor": "tests/frameworks/requirements-crewai-floor.txt",
     ".venv-crewai-mid": "tests/frameworks/requirements-crewai-mid.txt",
+    ".venv-claude-agent": "tests/frameworks/requirements-claude-agent.txt",
+    ".venv-claude-agent-floor": "tests/frameworks/requirements-claude-agent-floor.txt",
 }
 FRAMEWORK_ADAPTERS = (
-    "agent_framework", "agno", "autogen", "crewai", "google_adk", "llama_index", "smolagents", "strands"
+    "agent_framework",
+    "agno",
+    "autogen",
+    "claude_agent_sdk",
+    "crewai",
+    "google_adk",
+    "llama_index",
+    "smolagents",
+    "strands",
 )
 
 # adapter -> the version lanes (tests/versions/run.py) whose venvs hold its SDK, kept out of the

@@ -78,6 +78,7 @@ ADAPTERS = {
     "smolagents": ("execution", "call_smolagents"),
     "agent_framework": ("execution", "call_agent_framework"),
     "agno": ("execution", "call_agno"),
+    "claude_agent_sdk": ("execution", "toolu_claude_agent_sdk"),
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}

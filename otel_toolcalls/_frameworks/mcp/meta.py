@@ -75,6 +75,17 @@ def extracted(meta: object) -> Context:
     return context
 
 
+# Claude Code names the call it runs in each tools/call's _meta (its SDK MCP servers run in the
+# process that read the call's stream, so the id finds the call there).
+_NAMED_CALL = "claudecode/toolUseId"
+
+
+def named_call(meta: object) -> str | None:
+    """The call id the client names in ``_meta`` (Claude Code), when nothing is carried."""
+    value = _entries(meta).get(_NAMED_CALL)
+    return value if isinstance(value, str) and value else None
+
+
 def refusal(error: IncompleteToolCallError) -> Any:
     """The tool error result a strict server answers a carried aborted call with."""
     from mcp.types import CallToolResult  # the SDK is imported: its adapter is running
@@ -104,7 +115,7 @@ async def serve(
     token = otel_context.attach(extracted(meta))
     try:
         call_of = carried()
-        execution = Execution(call_of.call_id if call_of else None, name, telemetry)
+        execution = Execution(call_of.call_id if call_of else named_call(meta), name, telemetry)
         started = False
         try:
             with execution:

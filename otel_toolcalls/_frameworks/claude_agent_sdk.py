@@ -1,0 +1,369 @@
+"""Claude Agent SDK (``claude-agent-sdk``): the Claude Code CLI's streams and the tools it runs here.
+
+The model is called by the CLI (a separate program), not by the anthropic SDK in this process: with
+``include_partial_messages=True`` the CLI writes each raw Anthropic stream event to stdout as a
+``stream_event`` line. Choke point for the stream: the generator of those lines that
+``SubprocessCLITransport.read_messages`` returns (``_read_messages_impl``), read as
+``Query._read_messages`` routes them, in the order the CLI wrote them and before any control request
+they precede is handled. Each Anthropic message (``message_start`` .. ``message_stop``) of each
+thread (``parent_tool_use_id``: the main one, or a subagent's) is one streamed request, read by
+the anthropic Messages translator.
+
+Tools: the CLI runs its own; those of an SDK MCP server (``@tool``) run here, asked for by a
+``tools/call`` control request naming the call in ``params._meta["claudecode/toolUseId"]``
+(``Query._handle_sdk_mcp_request``). From 0.2.140 that request reaches a real MCP server (the mcp
+adapter's server span is the execution, and finds the id there); before, the SDK calls the tool
+itself and the execution span is made here.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Hashable
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_toolcalls._core import names as n
+from otel_toolcalls._core.errors import guarded
+from otel_toolcalls._core.request import Request
+from otel_toolcalls._core.state import StreamState
+from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.runner import Execution
+from otel_toolcalls._providers.formats.anthropic_messages import TOOL_TYPES, translate_event
+from otel_toolcalls._wiring.patches import Patches, Requires, resolve
+
+_log = logging.getLogger(__name__)
+
+# read_messages hands out this generator (the public name is also the abstract Transport's).
+_TRANSPORT = (
+    "claude_agent_sdk._internal.transport.subprocess_cli",
+    "SubprocessCLITransport._read_messages_impl",
+)
+_MCP_REQUEST = ("claude_agent_sdk._internal.query", "Query._handle_sdk_mcp_request")
+REQUIRES = Requires(sdk="claude-agent-sdk", targets=(_TRANSPORT, _MCP_REQUEST), provider="anthropic")
+_patches = Patches()
+
+# The key the CLI names the call of an MCP tools/call with.
+TOOL_USE_ID = "claudecode/toolUseId"
+_PROVIDER = "anthropic"
+
+# ResultMessage.terminal_reason -> the abort reason of a message still open when the run ended.
+# The user's interrupt() ends the turn: cancelled; the CLI's own failures: stream_error.
+_CANCELLING = frozenset({"aborted_streaming", "aborted_tools"})
+_FAILING = frozenset(
+    {
+        "api_error",
+        "model_error",
+        "blocking_limit",
+        "rapid_refill_breaker",
+        "prompt_too_long",
+        "image_error",
+        "error_during_execution",
+    }
+)
+# AssistantMessage.error values (the CLI's synthetic message after a failed request).
+_ERRORS = frozenset(
+    {"authentication_failed", "billing_error", "rate_limit", "invalid_request", "server_error", "unknown"}
+)
+
+
+class _Fields:
+    """An event the CLI wrote as JSON (a dict), read the way the translator reads the anthropic
+    SDK's event objects: each key as an attribute, a missing one None."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._data.get(name)
+        return _Fields(value) if isinstance(value, dict) else value
+
+
+class _Stopped:
+    """Calls whose block stopped and that no stop reason settled yet, by call id: the CLI starts a
+    tool at its block's stop, before the message's stop reason."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_id: dict[str, StreamState] = {}
+
+    def put(self, call_id: str, state: StreamState) -> None:
+        with self._lock:
+            self._by_id[call_id] = state
+
+    def drop(self, call_id: str | None) -> None:
+        if call_id:
+            with self._lock:
+                self._by_id.pop(call_id, None)
+
+    def executing(self, call_id: str) -> None:
+        """The CLI runs the call now: it acted on the block's own stop, so no later stop reason
+        overturns it; its arguments still decide (a cut one ends ``unterminated``)."""
+        with self._lock:
+            state = self._by_id.pop(call_id, None)
+        if state is not None:
+            state.other_block_started()
+
+
+_stopped = _Stopped()
+
+
+class _Turn:
+    """One message of one thread: its stream state and the ids of its tool blocks by index."""
+
+    __slots__ = ("ids", "state", "stopped", "waiting")
+
+    def __init__(self, state: StreamState) -> None:
+        self.state = state
+        self.ids: dict[Hashable, str] = {}
+        self.stopped: str | None = None
+        # message_stop came with a call still open: the line telling why it ended comes next.
+        self.waiting = False
+
+    def settled(self) -> None:
+        _stopped.drop(self.stopped)
+        self.stopped = None
+
+
+class _Session:
+    """What one CLI process's stdout has open: a message per thread. Never references the SDK's
+    objects; lives in the read generator's frame."""
+
+    def __init__(self, telemetry: Telemetry) -> None:
+        self.telemetry = telemetry
+        self.model: str | None = None
+        self.turns: dict[str | None, _Turn] = {}
+
+    def line(self, message: Any) -> None:
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "stream_event":
+            self._event(message.get("parent_tool_use_id"), message.get("event"))
+            return
+        if kind == "control_request":
+            self._control(message.get("request"))
+            return
+        if kind == "result":
+            self._result(message)
+            return
+        if kind == "assistant":
+            self._assistant(message)
+        thread = message.get("parent_tool_use_id") if kind in ("assistant", "user") else None
+        turn = self.turns.get(thread)
+        if turn is not None and (turn.waiting or _another_message(turn, message)):
+            # The message stopped with a call open and no error said why, or the CLI went on to
+            # another response (its non-streaming fallback): the call never completed.
+            self.end(thread, StreamState.ended)
+        if kind == "system" and message.get("subtype") == "init":
+            # {"type":"system","subtype":"init","model":"claude-sonnet-4-6",...}
+            model = message.get("model")
+            self.model = model if isinstance(model, str) else None
+
+    @staticmethod
+    def _control(request: Any) -> None:
+        # {"subtype":"mcp_message","server_name":"w","message":{"method":"tools/call",...}}: read in
+        # the order the CLI wrote it, so before any stop reason written after it.
+        if isinstance(request, dict) and request.get("subtype") == "mcp_message":
+            call_id, _ = call_of(request.get("message"))
+            if call_id is not None:
+                _stopped.executing(call_id)
+
+    def _event(self, thread: Any, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "content_block_delta":
+            # Nearly every line: read as the translator reads a delta, without an attribute view.
+            # {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{"}}
+            delta, turn = event.get("delta"), self.turns.get(thread)
+            if turn is not None and isinstance(delta, dict) and delta.get("type") == "input_json_delta":
+                turn.state.fragment(event.get("index"), delta.get("partial_json"))
+            return
+        if kind == "message_start":
+            self.end(thread, StreamState.ended)
+            self.turns[thread] = _Turn(self._open())
+        turn = self.turns.get(thread)
+        if turn is None:
+            return  # a message that began before instrument(): not seen whole
+        translate_event(turn.state, _Fields(event))
+        _track(turn, kind, event)
+        if kind == "message_stop":
+            if turn.state.open_keys():
+                turn.waiting = True
+            else:
+                self.end(thread, StreamState.ended)
+
+    def _open(self) -> StreamState:
+        # The parent: the context the SDK's reader task was started in (the caller's, at connect).
+        request = Request(self.telemetry, _PROVIDER, self.model, "chat", start_ns=time.time_ns(),
+                          parent=otel_context.get_current())  # fmt: skip
+        state = request.stream()
+        state.first_chunk()
+        return state
+
+    def _assistant(self, message: dict[str, Any]) -> None:
+        # The CLI's synthetic message after a failed request (a dropped connection, an API error):
+        # {"type":"assistant","message":{"model":"<synthetic>",...},"error":"server_error"}
+        error = message.get("error")
+        turn = self.turns.get(message.get("parent_tool_use_id"))
+        if error is None or turn is None:
+            return
+        turn.state.error_event(error if error in _ERRORS else n.OTHER)
+        if turn.waiting:
+            self.end(message.get("parent_tool_use_id"), StreamState.ended)
+
+    def _result(self, message: dict[str, Any]) -> None:
+        # {"type":"result","subtype":"success","terminal_reason":"aborted_streaming",...}: the run's
+        # turn is over. CLIs before terminal_reason say "error_during_execution" for a failed request.
+        reason = message.get("terminal_reason")
+        if reason is None and message.get("subtype") == "error_during_execution":
+            reason = "error_during_execution"
+        for thread in list(self.turns):
+            if reason in _CANCELLING:
+                self.end(thread, StreamState.cancelled)
+            elif reason in _FAILING:
+                self.end(thread, StreamState.finalize, n.STREAM_ERROR, reason)
+            else:
+                self.end(thread, StreamState.ended)
+
+    def end(self, thread: Any, how: Any, *args: Any) -> None:
+        turn = self.turns.pop(thread, None)
+        if turn is not None:
+            turn.settled()
+            how(turn.state, *args)
+
+    def end_all(self, how: Any, *args: Any) -> None:
+        for thread in list(self.turns):
+            self.end(thread, how, *args)
+
+
+def _another_message(turn: _Turn, message: dict[str, Any]) -> bool:
+    """An assistant line of a response other than the one the turn streams."""
+    body = message.get("message")
+    other = body.get("id") if isinstance(body, dict) else None
+    return message.get("type") == "assistant" and bool(other) and other != turn.state.response_id
+
+
+def _track(turn: _Turn, kind: Any, event: dict[str, Any]) -> None:
+    """Which call stopped without a stop reason yet (the translator keeps it pending)."""
+    if kind == "content_block_stop":
+        call_id = turn.ids.get(event.get("index"))
+        if call_id and turn.state.call_id_of(event.get("index")) is None:
+            turn.settled()
+            turn.stopped = call_id
+            _stopped.put(call_id, turn.state)
+        return
+    if kind in ("content_block_start", "message_delta"):
+        turn.settled()  # the translator settled the pending block
+    if kind == "content_block_start":
+        block = event.get("content_block")
+        if isinstance(block, dict) and block.get("type") in TOOL_TYPES and isinstance(block.get("id"), str):
+            turn.ids[event.get("index")] = block["id"]
+
+
+async def _reading(session: _Session, lines: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The transport's lines, unchanged, each read before the SDK routes it."""
+    try:
+        async for message in lines:
+            guarded(session.line, message)
+            yield message
+    except GeneratorExit:
+        session.end_all(StreamState.closed)
+        # Closed now, as it would have been without this wrapper (the SDK's returns at once).
+        close = getattr(lines, "aclose", None)
+        if close is not None:
+            await close()
+        raise
+    except BaseException as exc:
+        # A cancelled read task (the SDK's close()) is not an Exception: cancelled, else the CLI's end.
+        if isinstance(exc, Exception):
+            session.end_all(StreamState.failed, exc)
+        else:
+            session.end_all(StreamState.cancelled)
+        raise
+    session.end_all(StreamState.ended)
+
+
+def _read_messages(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    lines = wrapped(*args, **kwargs)
+    if not is_instrumentation_enabled() or not hasattr(lines, "__anext__"):
+        return lines
+    return _reading(_Session(telemetry), lines)
+
+
+# -- the tools this process runs for the CLI (SDK MCP servers) -------------------------------------
+
+
+def call_of(message: Any) -> tuple[str | None, str | None]:
+    """(call id, tool name) of a ``tools/call`` JSON-RPC request from the CLI:
+    {"method":"tools/call","params":{"name":"get_weather","arguments":{...},
+     "_meta":{"claudecode/toolUseId":"toolu_01"}},"jsonrpc":"2.0","id":2}"""
+    if not isinstance(message, dict) or message.get("method") != "tools/call":
+        return None, None
+    params = message.get("params")
+    if not isinstance(params, dict):
+        return None, None
+    meta = params.get("_meta")
+    call_id = meta.get(TOOL_USE_ID) if isinstance(meta, dict) else None
+    name = params.get("name")
+    return (call_id if isinstance(call_id, str) and call_id else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def _refused(message: dict[str, Any], error: IncompleteToolCallError) -> dict[str, Any]:
+    """The tool error result the CLI hands the model, as for any tool that failed."""
+    result = {"content": [{"type": "text", "text": str(error)}], "isError": True}
+    return {"jsonrpc": "2.0", "id": message.get("id"), "result": result}
+
+
+def _tool_error(response: Any) -> str | None:
+    result = response.get("result") if isinstance(response, dict) else None
+    if isinstance(response, dict) and "error" in response:
+        return "jsonrpc_error"
+    if isinstance(result, dict) and (result.get("isError") is True or result.get("is_error") is True):
+        return "tool_error"
+    return None
+
+
+@functools.cache
+def _bridged() -> bool:
+    # 0.2.140+: the request goes on to a real MCP server, run by mcp, whose adapter makes the span.
+    return resolve("claude_agent_sdk._internal.sdk_mcp_bridge", "SdkMcpBridge") is not None
+
+
+async def _mcp_request(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    message = kwargs.get("message", args[1] if len(args) > 1 else None)
+    call_id, name = call_of(message)
+    if call_id is None or not is_instrumentation_enabled():
+        return await wrapped(*args, **kwargs)
+    guarded(_stopped.executing, call_id)
+    if _bridged():
+        return await wrapped(*args, **kwargs)
+    execution = Execution(call_id, name, telemetry)
+    started = False
+    try:
+        with execution:
+            started = True
+            return execution.returned(await wrapped(*args, **kwargs), _tool_error)
+    except IncompleteToolCallError as error:
+        if started:  # the tool's own: not ours to answer
+            raise
+        return _refused(message, error)
+
+
+def instrument(telemetry: Telemetry) -> bool:
+    if _patches.wrap(*_TRANSPORT, functools.partial(_read_messages, telemetry)):
+        _patches.wrap(*_MCP_REQUEST, functools.partial(_mcp_request, telemetry))
+    return bool(_patches)
+
+
+def uninstrument() -> None:
+    _patches.unwrap_all()
