@@ -19,6 +19,7 @@ _instruments_any = (
     "google-adk>=1.20.0",
     "google-genai>=1.55.0",
     "groq>=0.11.0",
+    "haystack-ai>=2.21.0",
     "huggingface_hub>=0.30.0",
     "langchain-core>=0.3.86",
     "litellm>=1.108.0",

@@ -27,6 +27,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_autogen.py": "autogen_agentchat",
     "frameworks/test_crewai.py": "crewai",
     "frameworks/test_smolagents.py": "smolagents",
+    "frameworks/test_haystack.py": "haystack",
 }
 
 

@@ -76,6 +76,7 @@ ADAPTERS = {
     "autogen": ("execution", "call_autogen"),
     "crewai": ("execution", "call_crewai"),
     "smolagents": ("execution", "call_smolagents"),
+    "haystack": ("execution", "call_haystack"),
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}

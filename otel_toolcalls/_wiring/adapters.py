@@ -37,6 +37,7 @@ ADAPTERS: dict[str, str] = {
     "autogen": f"{_F}.autogen",
     "crewai": f"{_F}.crewai",
     "google_adk": f"{_F}.google_adk",
+    "haystack": f"{_F}.haystack",
     "langchain": f"{_F}.langchain",
     "llama_index": f"{_F}.llama_index",
     "mcp": f"{_F}.mcp.adapter",

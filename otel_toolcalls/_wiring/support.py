@@ -70,6 +70,10 @@ TESTED: dict[str, tuple[str, str]] = {
     #   process_tool_calls / execute_tool_call and the streamed step are the same from 1.24.0 to
     #   1.26.0. Lanes 1.24.0, 1.26.0.
     "smolagents": ("1.24.0", "1.26.0"),
+    # Haystack: 2.21.0 (2025-12-09), the first of the last twelve months. Its tools ran in the
+    #   ToolInvoker component to 2.31 and in components.agents.tool_calling from 3.0 (with a span
+    #   per tool). Lanes 2.21.0, 3.4.1.
+    "haystack-ai": ("2.21.0", "3.4.1"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),
