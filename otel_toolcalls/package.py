@@ -16,6 +16,7 @@ _instruments_any = (
     "botocore>=1.34.116",
     "cohere>=7.0.0",
     "crewai>=1.10.1",
+    "dspy>=3.3.0",
     "google-adk>=1.20.0",
     "google-genai>=1.55.0",
     "groq>=0.11.0",

@@ -28,6 +28,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_crewai.py": "crewai",
     "frameworks/test_smolagents.py": "smolagents",
     "frameworks/test_haystack.py": "haystack",
+    "frameworks/test_dspy.py": "dspy",
 }
 
 

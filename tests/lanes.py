@@ -26,7 +26,16 @@ FRAMEWORK_LANES = {
     ".venv-crewai-floor": "tests/frameworks/requirements-crewai-floor.txt",
     ".venv-crewai-mid": "tests/frameworks/requirements-crewai-mid.txt",
 }
-FRAMEWORK_ADAPTERS = ("autogen", "crewai", "google_adk", "haystack", "llama_index", "smolagents", "strands")
+FRAMEWORK_ADAPTERS = (
+    "autogen",
+    "crewai",
+    "dspy",
+    "google_adk",
+    "haystack",
+    "llama_index",
+    "smolagents",
+    "strands",
+)
 
 # adapter -> the version lanes (tests/versions/run.py) whose venvs hold its SDK, kept out of the
 # main venv because it pins a dependency below the main venv's (aiobotocore: botocore).

@@ -77,6 +77,7 @@ ADAPTERS = {
     "crewai": ("execution", "call_crewai"),
     "smolagents": ("execution", "call_smolagents"),
     "haystack": ("execution", "call_haystack"),
+    "dspy": ("execution", "call_dspy"),
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}

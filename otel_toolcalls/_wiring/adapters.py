@@ -36,6 +36,7 @@ ADAPTERS: dict[str, str] = {
     "anthropic_tools": f"{_F}.anthropic_tools",
     "autogen": f"{_F}.autogen",
     "crewai": f"{_F}.crewai",
+    "dspy": f"{_F}.dspy",
     "google_adk": f"{_F}.google_adk",
     "haystack": f"{_F}.haystack",
     "langchain": f"{_F}.langchain",
