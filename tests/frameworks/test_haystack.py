@@ -23,7 +23,7 @@ import pytest
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
 os.environ["HAYSTACK_AUTO_TRACE_ENABLED"] = "false"  # the tests choose Haystack's tracer
 
-from framework_spans import WHOLE, Body, answer, completed_turn, executions, truncated_turn
+from framework_spans import WHOLE, Body, answer, completed_turn, cut_turn, executions, truncated_turn
 from haystack import tracing
 from haystack.components.agents import Agent
 from haystack.components.generators.chat import OpenAIChatGenerator
@@ -156,6 +156,16 @@ def test_token_limit_inside_the_json_drops_the_call(instrument: Any, telemetry: 
     # Haystack skips arguments that do not parse: nothing runs, the call span says why.
     assert body.calls == [] and executions(telemetry) == []
     assert telemetry.calls_by_outcome() == {("aborted", "truncated"): 1}
+
+
+def test_cut_stream_ends_the_run_and_executes_nothing(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(*cut_turn())
+    # The SDK's error (httpx's, for a connection dropped mid-body) ends the run.
+    with pytest.raises(Exception):  # noqa: B017 (2.x wraps it in PipelineRuntimeError)
+        _run(_agent(fake))
+    assert body.calls == [] and executions(telemetry) == []
+    assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
+    assert len(fake.requests) == 1
 
 
 def test_not_strict_a_limited_call_runs_unlinked(instrument: Any, telemetry: Any, fake: Any) -> None:
