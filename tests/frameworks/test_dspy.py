@@ -26,7 +26,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))  # not in $HOME
 
 import dspy
-from framework_spans import PARTIAL, WHOLE, Body, executions
+from framework_spans import PARTIAL, WHOLE, Body, cut_turn, executions
 from opentelemetry.trace import StatusCode
 
 from otel_toolcalls._linking.execute import IncompleteToolCallError
@@ -143,6 +143,14 @@ def test_cut_inside_the_arguments_refused_in_strict_mode(instrument: Any, teleme
     (execution,) = executions(telemetry)
     assert execution.status.status_code is StatusCode.ERROR and execution.links == ()
     assert execution.attributes["toolcall.abort_reason"] == "truncated"
+
+
+def test_cut_stream_raises_and_nothing_runs(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(cut_turn()[0])  # the connection drops inside the arguments
+    with pytest.raises(Exception):  # noqa: B017 (whatever LiteLLM makes of httpx's error)
+        _calls(fake)
+    assert body.calls == [] and executions(telemetry) == []
+    assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
 
 
 def test_limited_call_runs_unlinked_and_strict_refuses_it(instrument: Any, telemetry: Any, fake: Any) -> None:
