@@ -30,6 +30,8 @@ _FRAMEWORK_OF = {
     "frameworks/test_agent_framework.py": "agent_framework",
     "frameworks/test_agno.py": "agno",
     "frameworks/test_claude_agent_sdk.py": "claude_agent_sdk",
+    "frameworks/test_haystack.py": "haystack",
+    "frameworks/test_dspy.py": "dspy",
 }
 
 

@@ -84,6 +84,15 @@ TESTED: dict[str, tuple[str, str]] = {
     #   since. Before 0.2.140 the SDK calls its MCP tools itself; from it a real mcp server runs them.
     #   Lanes 0.1.19 (with mcp 1.x), 0.2.189 (Claude Code 2.1.332).
     "claude-agent-sdk": ("0.1.19", "0.2.189"),
+    # Haystack: 2.21.0 (2025-12-09), the first of the last twelve months. Its tools ran in the
+    #   ToolInvoker component to 2.31 and in components.agents.tool_calling from 3.0 (with a span
+    #   per tool). Lanes 2.21.0, 3.4.1.
+    "haystack-ai": ("2.21.0", "3.4.1"),
+    # DSPy: 3.1.0 (2026-01-06) is the first of the last twelve months, but a native tool call keeps
+    #   its id (so an execution can be linked or refused) from 3.3.0 (2026-08-03): its oldest.
+    #   Tool.__call__ / acall and ToolCalls.ToolCall.execute are the same from 3.1.0 (spans, not
+    #   linked, before 3.3.0). Lanes 3.3.0 (-previous), 3.4.1.
+    "dspy": ("3.3.0", "3.4.1"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
     "opentelemetry-instrumentation": ("0.51b0", "0.66b2"),

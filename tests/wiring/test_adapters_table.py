@@ -40,4 +40,5 @@ def test_every_adapter_module_is_in_the_table() -> None:
                 parts = path.relative_to(ROOT.parent).with_suffix("").parts
                 declared.add(".".join(parts))
     assert declared == set(ADAPTERS.values())
-    assert len(declared) == 28  # 24 + smolagents + agent_framework + agno + claude_agent_sdk
+    # 24 + smolagents + agent_framework + agno + claude_agent_sdk + haystack + dspy
+    assert len(declared) == 30

@@ -79,6 +79,8 @@ ADAPTERS = {
     "agent_framework": ("execution", "call_agent_framework"),
     "agno": ("execution", "call_agno"),
     "claude_agent_sdk": ("execution", "toolu_claude_agent_sdk"),
+    "haystack": ("execution", "call_haystack"),
+    "dspy": ("execution", "call_dspy"),
 }
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}

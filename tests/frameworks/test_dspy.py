@@ -1,0 +1,303 @@
+"""DSPy: ``dspy.Predict`` with tools (native function calling through LiteLLM, streamed with
+``dspy.streamify``) and ``dspy.ReAct`` (its text fields), ``dspy.LM`` against the fake provider.
+The litellm adapter traces the stream; the dspy adapter adds the execution spans.
+
+Observed (3.1.0, 3.4.1, LiteLLM engine): on a stream stopped by the token limit inside the
+arguments, DSPy repairs the cut JSON (``json_repair``) and ``execute`` runs the tool body with the
+cut value (``"Zürich, Sch"``). (3.4's default lm15 engine hands ``{"partial_json": <the text>}``
+on instead.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))  # not in $HOME
+
+import dspy
+from framework_spans import PARTIAL, WHOLE, Body, cut_turn, executions
+from opentelemetry.trace import StatusCode
+
+from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls.testing import Script
+from otel_toolcalls.testing.openai_chat import ToolCall, events_for, script_for, tool_call_script
+
+body = Body()
+# Cut by the token limit, its arguments whole JSON by chance: DSPy runs it.
+LIMITED = ToolCall(name="get_weather", id="call_limited", arguments='{"location": "Zürich"}')
+
+dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+
+
+def get_weather(location: str) -> str:
+    """Current weather for a location."""
+    return body.ran(location)
+
+
+class Ask(dspy.Signature):
+    """Answer with a tool call."""
+
+    question: str = dspy.InputField()
+    tools: list[dspy.Tool] = dspy.InputField()
+    tool_calls: dspy.ToolCalls = dspy.OutputField()
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    body.calls.clear()
+
+
+# From 3.4.0 dspy.LM prefers its vendored lm15 client (engine="auto"), which the package does not
+# trace: the LiteLLM engine is asked for by name there.
+ENGINES = "engine" in inspect.signature(dspy.LM.__init__).parameters
+
+
+def _lm(fake: Any, **options: Any) -> dspy.LM:
+    if ENGINES:
+        options.setdefault("engine", "litellm")
+    return dspy.LM(
+        "openai/gpt-4o-mini",
+        api_base=fake.base_url + "/v1",
+        api_key="sk-fake",
+        cache=False,
+        num_retries=0,
+        **options,
+    )
+
+
+def _calls(fake: Any) -> list[Any]:
+    """The model's calls, as ``dspy.Predict`` streamed them through ``dspy.streamify``."""
+    with dspy.context(lm=_lm(fake), adapter=dspy.JSONAdapter()):
+        program = dspy.streamify(dspy.Predict(Ask), async_streaming=False)
+        outputs = list(program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)]))
+    (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
+    return prediction.tool_calls.tool_calls
+
+
+def _tool_call_span(telemetry: Any, call_id: str) -> Any:
+    (span,) = [s for s in telemetry.tool_spans() if s.attributes.get("toolcall.call.id") == call_id]
+    return span
+
+
+def test_native_call_executed_and_linked(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([WHOLE]))
+    (call,) = _calls(fake)
+    # No functions: DSPy looks the tool up in its caller's frame, as without the package.
+    assert call.execute() == "sunny"
+    (execution,) = executions(telemetry)
+    assert execution.attributes["gen_ai.tool.name"] == "get_weather"
+    assert body.calls == [("Zürich", execution.context.span_id)]
+    assert len(telemetry.tool_spans()) == 1  # the stream traced once (the litellm adapter)
+    assert execution.attributes["gen_ai.tool.call.id"] == WHOLE.id
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    call_span = _tool_call_span(telemetry, WHOLE.id)
+    assert [link.context.span_id for link in execution.links] == [call_span.context.span_id]
+
+
+def test_execute_with_dspy_tools_is_one_span(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([WHOLE]))
+    (call,) = _calls(fake)
+    # A dspy.Tool handed to execute: Tool.__call__ runs inside the call's span, not a second one.
+    assert call.execute(functions={"get_weather": dspy.Tool(get_weather)}) == "sunny"
+    (execution,) = executions(telemetry)
+    assert body.calls == [("Zürich", execution.context.span_id)]
+
+
+def test_execute_not_found_raises_as_before(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([WHOLE]))
+    (call,) = _calls(fake)
+    with pytest.raises(ValueError, match="not found"):
+        call.execute(functions={})
+    assert body.calls == []
+
+
+def test_cut_inside_the_arguments_runs_on_repaired_json(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"))
+    (call,) = _calls(fake)
+    assert call.execute(functions=[dspy.Tool(get_weather)]) == "sunny"
+    assert body.locations == ["Zürich, Sch"]  # DSPy closed the cut JSON and ran the tool on it
+    (execution,) = executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "aborted"
+    assert execution.attributes["toolcall.abort_reason"] == "truncated"
+    assert execution.links == ()
+
+
+def test_cut_inside_the_arguments_refused_in_strict_mode(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"))
+    (call,) = _calls(fake)
+    instrument(strict=True)
+    with pytest.raises(IncompleteToolCallError):
+        call.execute(functions=[dspy.Tool(get_weather)])
+    assert body.calls == []  # the body never ran
+    (execution,) = executions(telemetry)
+    assert execution.status.status_code is StatusCode.ERROR and execution.links == ()
+    assert execution.attributes["toolcall.abort_reason"] == "truncated"
+
+
+def test_cut_stream_raises_and_nothing_runs(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(cut_turn()[0])  # the connection drops inside the arguments
+    with pytest.raises(Exception):  # noqa: B017 (whatever LiteLLM makes of httpx's error)
+        _calls(fake)
+    assert body.calls == [] and executions(telemetry) == []
+    assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
+
+
+def test_limited_call_runs_unlinked_and_strict_refuses_it(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(tool_call_script([LIMITED], finish_reason="length"))
+    (call,) = _calls(fake)
+    assert call.execute(functions=[dspy.Tool(get_weather)]) == "sunny"
+    (execution,) = executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "aborted" and execution.links == ()
+    assert body.locations == ["Zürich"]
+    # Strict: refused before the body; IncompleteToolCallError is the RuntimeError execute raises.
+    body.calls.clear()
+    instrument(strict=True)
+    with pytest.raises(RuntimeError) as raised:
+        call.execute(functions=[dspy.Tool(get_weather)])
+    assert isinstance(raised.value, IncompleteToolCallError) and body.calls == []
+
+
+@pytest.mark.skipif(not ENGINES, reason="before 3.4.0 dspy.LM has only LiteLLM")
+def test_default_engine_lm15_is_not_seen(instrument: Any, telemetry: Any, fake: Any) -> None:
+    # dspy.LM's default engine from 3.4.0 is its vendored lm15 client (its own HTTP): the package
+    # sees no stream, so the execution has the call's id but no outcome and no link.
+    fake.enqueue(tool_call_script([WHOLE]))
+    with dspy.context(lm=_lm(fake, engine="auto"), adapter=dspy.JSONAdapter()):
+        program = dspy.streamify(dspy.Predict(Ask), async_streaming=False)
+        outputs = list(program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)]))
+    (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
+    (call,) = prediction.tool_calls.tool_calls
+    assert call.execute() == "sunny"
+    assert telemetry.tool_spans() == []
+    (execution,) = executions(telemetry)
+    assert execution.attributes["gen_ai.tool.call.id"] == WHOLE.id
+    assert execution.attributes["toolcall.outcome"] == "unknown" and execution.links == ()
+
+
+def _fields(streamed: bool, **fields: str) -> Any:
+    """One ChatAdapter reply: each output field under its ``[[ ## name ## ]]`` header."""
+    text = "".join(f"[[ ## {name} ## ]]\n{value}\n\n" for name, value in fields.items())
+    text += "[[ ## completed ## ]]"
+    if streamed:
+        return script_for(events_for([], text=text, finish_reason="stop"))
+    message = {"role": "assistant", "content": text}
+    reply = {
+        "id": "chatcmpl-whole",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20},
+    }
+    return Script(writes=[json.dumps(reply).encode()], content_type="application/json")
+
+
+def _react_turns(streamed: bool = False) -> list[Any]:
+    tool_args = '{"location": "Zürich"}'
+    return [
+        _fields(streamed, next_thought="Look it up.", next_tool_name="get_weather", next_tool_args=tool_args),
+        _fields(streamed, next_thought="Done.", next_tool_name="finish", next_tool_args="{}"),
+        _fields(streamed, reasoning="It is sunny.", answer="Sunny."),
+    ]
+
+
+def _react_spans(telemetry: Any) -> dict[str, Any]:
+    return {s.attributes["gen_ai.tool.name"]: s for s in executions(telemetry)}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["forward", "aforward"])
+def test_react_text_steps_are_unknown_and_never_refused(
+    instrument: Any, telemetry: Any, fake: Any, asynchronous: bool
+) -> None:
+    # ReAct names its tool in text fields: no tool-call block, no id.
+    instrument(strict=True)
+    fake.enqueue(*_react_turns())
+    react = dspy.ReAct("question -> answer", tools=[get_weather], max_iters=3)
+    with dspy.context(lm=_lm(fake), adapter=dspy.ChatAdapter()):
+        if asynchronous:
+            result = asyncio.run(react.acall(question="Weather in Zürich?"))
+        else:
+            result = react(question="Weather in Zürich?")
+    assert result.answer == "Sunny."
+    spans = _react_spans(telemetry)
+    assert sorted(spans) == ["finish", "get_weather"]
+    for span in spans.values():
+        assert span.attributes["toolcall.outcome"] == "unknown" and span.links == ()
+        assert "gen_ai.tool.call.id" not in span.attributes
+    assert body.calls == [("Zürich", spans["get_weather"].context.span_id)]
+    assert telemetry.tool_spans() == []
+
+
+def test_react_streamed_with_streamify(instrument: Any, telemetry: Any, fake: Any) -> None:
+    fake.enqueue(*_react_turns(streamed=True))
+    react = dspy.ReAct("question -> answer", tools=[get_weather], max_iters=3)
+    with dspy.context(lm=_lm(fake), adapter=dspy.ChatAdapter()):
+        outputs = list(dspy.streamify(react, async_streaming=False)(question="Weather in Zürich?"))
+    assert [o.answer for o in outputs if isinstance(o, dspy.Prediction)] == ["Sunny."]
+    assert sorted(_react_spans(telemetry)) == ["finish", "get_weather"]
+    assert [location for location, _ in body.calls] == ["Zürich"]
+
+
+def test_a_direct_tool_call_is_an_unknown_execution(instrument: Any, telemetry: Any) -> None:
+    assert dspy.Tool(get_weather)(location="Bern") == "sunny"
+    (execution,) = executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "unknown" and body.locations == ["Bern"]
+
+
+def _spans(stdout: str) -> list[dict[str, Any]]:
+    """ConsoleSpanExporter's documents, back to back, among the example's own lines."""
+    decoder, spans, at = json.JSONDecoder(), [], stdout.find("{\n")
+    while at != -1:
+        span, end = decoder.raw_decode(stdout, at)
+        spans.append(span)
+        at = stdout.find("\n{\n", end)
+        at = at + 1 if at != -1 else -1
+    return spans
+
+
+def test_the_example_under_opentelemetry_instrument(tmp_path: Path) -> None:
+    bin_dir = Path(sys.executable).parent
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "OTEL_TOOLCALLS_STRICT": "true",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "DSPY_CACHEDIR": str(tmp_path),
+    }
+    example = Path(__file__).resolve().parents[2] / "examples" / "dspy_agent.py"
+    out = subprocess.run(
+        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,  # a hang guard: importing litellm alone takes tens of seconds on a loaded machine
+        check=True,
+    )
+    assert "ran get_weather('Zürich')" in out.stdout
+    spans = _spans(out.stdout)
+    executed = {
+        s["attributes"].get("gen_ai.tool.call.id"): s
+        for s in spans
+        if s["attributes"].get("gen_ai.operation.name") == "execute_tool"
+    }
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call")}
+    assert calls["call_cut"]["attributes"]["toolcall.outcome"] == "aborted"
+    assert "call_cut: refused (IncompleteToolCallError)" in out.stdout
+    assert "ran get_weather('Zürich, Sch')" not in out.stdout
+    assert executed["call_cut"]["status"]["status_code"] == "ERROR"
+    assert [link["context"]["span_id"] for link in executed["call_whole"]["links"]] == [
+        calls["call_whole"]["context"]["span_id"]
+    ]
