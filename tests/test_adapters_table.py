@@ -40,4 +40,4 @@ def test_every_adapter_module_is_in_the_table() -> None:
                 parts = path.relative_to(ROOT.parent).with_suffix("").parts
                 declared.add(".".join(parts))
     assert declared == set(ADAPTERS.values())
-    assert len(declared) == 27  # 24 + smolagents + openai_agents_realtime, openai_agents_responses_ws
+    assert len(declared) == 27  # 24 + smolagents + agents_realtime, agents_responses_ws

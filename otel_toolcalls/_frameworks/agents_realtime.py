@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -33,11 +34,9 @@ MODULE = "agents.realtime.openai_realtime"
 _MODEL = "OpenAIRealtimeWebSocketModel"
 # The URL the SDK connects to when the application names none.
 _DEFAULT_URL = "wss://api.openai.com/v1/realtime"
+_METHODS = ("connect", "_handle_ws_event", "_listen_for_messages", "close")
 REQUIRES = Requires(
-    sdk="openai-agents",
-    targets=tuple((MODULE, f"{_MODEL}.{name}") for name in ("connect", "_handle_ws_event",
-                                                             "_listen_for_messages", "close")),  # fmt: skip
-    provider=PROVIDER,
+    sdk="openai-agents", targets=tuple((MODULE, f"{_MODEL}.{name}") for name in _METHODS), provider=PROVIDER
 )
 _patches = Patches()
 
@@ -136,8 +135,12 @@ async def _close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 
 def instrument(telemetry: Telemetry) -> bool:
-    wrappers = {"connect": functools.partial(_connect, telemetry), "_handle_ws_event": _handle,
-                "_listen_for_messages": _listen, "close": _close}  # fmt: skip
+    wrappers: dict[str, Callable[..., Any]] = {
+        "connect": functools.partial(_connect, telemetry),
+        "_handle_ws_event": _handle,
+        "_listen_for_messages": _listen,
+        "close": _close,
+    }
     applied = False
     for module, attr in REQUIRES.targets:
         applied = _patches.wrap(module, attr, wrappers[attr.rsplit(".", 1)[1]]) or applied
