@@ -34,7 +34,9 @@ MODULE = "agents.realtime.openai_realtime"
 _MODEL = "OpenAIRealtimeWebSocketModel"
 # The URL the SDK connects to when the application names none.
 _DEFAULT_URL = "wss://api.openai.com/v1/realtime"
-_METHODS = ("connect", "_handle_ws_event", "_listen_for_messages", "close")
+# First and last: methods only this class defines (connect and close are RealtimeModel's too, so
+# one of them gone from the class would still resolve, to the abstract one).
+_METHODS = ("_handle_ws_event", "connect", "close", "_listen_for_messages")
 REQUIRES = Requires(
     sdk="openai-agents", targets=tuple((MODULE, f"{_MODEL}.{name}") for name in _METHODS), provider=PROVIDER
 )
