@@ -3,6 +3,7 @@ loop (``Runner``) against the fake provider's WebSocket endpoint (127.0.0.1, rea
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -60,12 +61,14 @@ def _agent(fake: Any) -> Agent[Any]:
 async def _run(fake: Any, *turns: list[Any], streamed: bool = True) -> Any:
     """The agent loop over one connection the model keeps: each turn waits for its response.create."""
     fake.websocket.enqueue(frames(*turns, session=False))
-    if not streamed:
-        return await Runner.run(_agent(fake), "weather in Zürich?")
-    result = Runner.run_streamed(_agent(fake), "weather in Zürich?")
-    async for _ in result.stream_events():
-        pass
-    return result
+    # A hang guard: a request the script does not answer waits on the socket for ever.
+    async with asyncio.timeout(20):
+        if not streamed:
+            return await Runner.run(_agent(fake), "weather in Zürich?")
+        result = Runner.run_streamed(_agent(fake), "weather in Zürich?")
+        async for _ in result.stream_events():
+            pass
+        return result
 
 
 def _executions(telemetry: Any) -> list[Any]:
