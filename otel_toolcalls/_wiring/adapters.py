@@ -46,6 +46,9 @@ ADAPTERS: dict[str, str] = {
     "llama_index": f"{_F}.llama_index",
     "mcp": f"{_F}.mcp.adapter",
     "openai_agents": f"{_F}.openai_agents",
+    # openai-agents' own WebSocket models (streams the openai adapters do not see).
+    "agents_realtime": f"{_F}.agents_realtime",
+    "agents_responses_ws": f"{_F}.agents_responses_ws",
     "pydantic_ai": f"{_F}.pydantic_ai",
     "smolagents": f"{_F}.smolagents",
     "strands": f"{_F}.strands",

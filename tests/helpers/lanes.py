@@ -48,7 +48,10 @@ VERSION_LANE_ADAPTERS = {"aiobotocore": ("aiobotocore", "aiobotocore-floor")}
 # Version lanes that are framework lanes: the main venv's frameworks at a release between their
 # floor and newest, each lane's lane-aware tests run for these adapters (tests/versions/run.py pins
 # their distributions and runs those tests there; tests/wiring/test_import_order.py checks it).
-VERSION_FRAMEWORK_LANES = {"main-frameworks-mid": ("langchain", "mcp", "openai_agents", "pydantic_ai")}
+VERSION_FRAMEWORK_LANES = {
+    "main-frameworks-mid": ("agents_realtime", "agents_responses_ws", "langchain", "mcp", "openai_agents",
+                            "pydantic_ai"),
+}
 
 
 def requires(adapter: str) -> Any:

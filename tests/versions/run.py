@@ -113,6 +113,9 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #     shape, its name inside the arguments), not the OpenAI list; its sync client streams with
 #     requests, the async one with aiohttp (httpx from 1.0, httpx2 from 2.0)
 
+# openai-agents' own WebSocket models: their adapters' tests run wherever openai_agents' do.
+AGENTS_WS = ("agents_realtime", "agents_responses_ws")
+
 # The async Bedrock tests, and the import-order apps of botocore's two adapters (opentelemetry-
 # instrument comes with the distro).
 AIOBOTOCORE = ["tests/providers/test_bedrock_async.py",
@@ -241,8 +244,10 @@ LANES = [
          why="langchain-core, which the adapter patches, pinned where those floors resolve it"),
     Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None},
          ["tests/frameworks_main/test_frameworks_pydantic_ai.py"]),
+    # With the SDK's own WebSocket models (realtime, Responses over WebSocket): the same floor.
     Lane("openai-agents-floor", {"openai-agents": None},
-         ["tests/frameworks_main/test_frameworks_openai_agents.py"]),
+         [f"tests/frameworks_main/test_frameworks_{a}.py" for a in ("openai_agents", *AGENTS_WS)],
+         extra=["opentelemetry-distro"]),
     Lane("mcp-floor", {"mcp": None},
          ["tests/frameworks_main/test_frameworks_mcp.py", "tests/linking/test_remote_mcp.py"],
          extra=["openai"], why="the floor; and the first major, which injects nothing into _meta itself"),
@@ -255,7 +260,7 @@ LANES = [
          {"langgraph": "1.0.10", "langchain-core": "1.0.7", "langchain-openai": "1.0.3",
           "pydantic-ai-slim[openai]": "2.0.0", "openai-agents": "0.20.0", "mcp": "2.0.0"},
          [*(f"tests/frameworks_main/test_frameworks_{a}.py"
-            for a in ("langchain", "pydantic_ai", "openai_agents", "mcp")),
+            for a in ("langchain", "pydantic_ai", "openai_agents", "mcp", *AGENTS_WS)),
           "tests/linking/test_remote_mcp.py", "tests/wiring/test_import_order.py",
           "tests/wiring/test_missing_targets.py", "tests/tooling/test_doctor.py"],
          extra=["openai", "opentelemetry-distro"],

@@ -53,6 +53,8 @@ ADAPTERS = {
     "openai": ("call", "call_openai"),
     "openai_realtime": ("call", "call_openai_realtime"),
     "openai_responses_ws": ("call", "call_openai_responses_ws"),
+    "agents_realtime": ("call", "call_agents_realtime"),
+    "agents_responses_ws": ("call", "call_agents_responses_ws"),
     "groq": ("call", "call_groq"),
     "anthropic": ("call", "toolu_weather_01"),
     "bedrock": ("call", "tooluse_weather_1"),
