@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -76,9 +77,9 @@ def _lm(fake: Any, **options: Any) -> dspy.LM:
     )
 
 
-def _calls(fake: Any) -> list[Any]:
+def _calls(fake: Any, lm: dspy.LM | None = None) -> list[Any]:
     """The model's calls, as ``dspy.Predict`` streamed them through ``dspy.streamify``."""
-    with dspy.context(lm=_lm(fake), adapter=dspy.JSONAdapter()):
+    with dspy.context(lm=lm or _lm(fake), adapter=dspy.JSONAdapter()):
         program = dspy.streamify(dspy.Predict(Ask), async_streaming=False)
         outputs = list(program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)]))
     (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
@@ -183,6 +184,34 @@ def test_default_engine_lm15_is_not_seen(instrument: Any, telemetry: Any, fake: 
     (execution,) = executions(telemetry)
     assert execution.attributes["gen_ai.tool.call.id"] == WHOLE.id
     assert execution.attributes["toolcall.outcome"] == "unknown" and execution.links == ()
+
+
+def _package_warnings(caplog: Any) -> list[str]:
+    ours = [r for r in caplog.records if r.name.startswith("otel_toolcalls")]
+    return [r.getMessage() for r in ours if r.levelno >= logging.WARNING]
+
+
+@pytest.mark.skipif(not ENGINES, reason="before 3.4.0 dspy.LM has only LiteLLM: no lm15 engine to warn about")
+def test_default_engine_lm15_is_said_once(instrument: Any, telemetry: Any, fake: Any, caplog: Any) -> None:
+    lm = _lm(fake, engine="auto")
+    with caplog.at_level(logging.WARNING, logger="otel_toolcalls"):
+        for _ in range(2):
+            fake.enqueue(tool_call_script([WHOLE]))
+            (call,) = _calls(fake, lm)
+            assert call.id == WHOLE.id  # the request was made and answered, through lm15
+    assert len(fake.requests) == 2 and telemetry.tool_spans() == []
+    (warning,) = _package_warnings(caplog)
+    assert "engine 'lm15'" in warning and 'engine="litellm") is traced' in warning
+
+
+def test_litellm_engine_says_nothing(instrument: Any, telemetry: Any, fake: Any, caplog: Any) -> None:
+    with caplog.at_level(logging.WARNING, logger="otel_toolcalls"):
+        for _ in range(2):
+            fake.enqueue(tool_call_script([WHOLE]))
+            (call,) = _calls(fake)
+            assert call.id == WHOLE.id
+    assert len(fake.requests) == 2 and len(telemetry.tool_spans()) == 2
+    assert _package_warnings(caplog) == []
 
 
 def _fields(streamed: bool, **fields: str) -> Any:
