@@ -17,12 +17,8 @@ Before 1.3.0 the framework's streaming spans are never current (all of them are 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -30,6 +26,7 @@ import openai
 import pytest
 from agent_framework import Agent, FunctionInvocationContext, function_middleware, observability, tool
 from agent_framework.openai import OpenAIChatClient, OpenAIChatCompletionClient
+from examples_run import run_example
 from framework_spans import PARTIAL, WHOLE, Body, answer, completed_turn, cut_turn, executions
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
@@ -299,38 +296,10 @@ async def test_a_direct_invoke_without_an_id_gets_no_span_of_the_package(
     assert all("toolcall.outcome" not in s.attributes for s in spans)
 
 
-def _spans(stdout: str) -> list[dict[str, Any]]:
-    """ConsoleSpanExporter's documents, back to back, among the example's own lines."""
-    decoder, spans, at = json.JSONDecoder(), [], stdout.find("{\n")
-    while at != -1:
-        span, end = decoder.raw_decode(stdout, at)
-        spans.append(span)
-        at = stdout.find("\n{\n", end)
-        at = at + 1 if at != -1 else -1
-    return spans
-
 
 @pytest.mark.parametrize("observability", ["true", "false"])
 def test_the_example_under_opentelemetry_instrument(observability: str) -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-        "ENABLE_INSTRUMENTATION": observability,
-    }
-    example = Path(__file__).resolve().parents[2] / "examples" / "agent_framework_agent.py"
-    out = subprocess.run(
-        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,  # a hang guard, not a performance bound
-        check=True,
-    )
-    lines = out.stdout.splitlines()
+    lines, spans = run_example("agent_framework_agent.py", ENABLE_INSTRUMENTATION=observability)
     # The refused call never reached the tool body; the framework answered it with an error result.
     assert [line for line in lines if line.startswith(("ran ", "result ", "answer"))] == [
         "result call_cut: error",
@@ -338,7 +307,6 @@ def test_the_example_under_opentelemetry_instrument(observability: str) -> None:
         "result call_whole: ok",
         "answer: Sunny in Zürich.",
     ]
-    spans = _spans(out.stdout)
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_cut": "aborted",

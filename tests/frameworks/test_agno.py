@@ -15,13 +15,11 @@ import asyncio
 import gc
 import importlib.metadata
 import os
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
+from examples_run import run_example
 
 os.environ.setdefault("AGNO_TELEMETRY", "false")  # agno's own usage reports: no network here
 
@@ -29,7 +27,6 @@ from agno.agent import Agent
 from agno.exceptions import ModelProviderError
 from agno.models.openai import OpenAIChat
 from agno.team import Team
-from console_spans import console_spans
 from framework_spans import WHOLE, Body, answer, cut_turn, executions
 from opentelemetry.trace import StatusCode
 from packaging.version import Version
@@ -262,29 +259,10 @@ def test_a_function_call_without_an_id_gets_no_span(instrument: Any, telemetry: 
 
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-        "AGNO_TELEMETRY": "false",
-    }
-    example = Path(__file__).resolve().parents[2] / "examples" / "agno_agent.py"
-    out = subprocess.run(
-        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,  # a hang guard, not a performance bound
-        check=True,
-    )
-    lines = out.stdout.splitlines()
+    lines, spans = run_example("agno_agent.py", AGNO_TELEMETRY="false")
     # The cut call never reached the tool body; agno handed the refusal to the model as its error.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "call_cut: error=True" in lines and "answer: Sunny in Zürich." in lines
-    spans = console_spans(out.stdout)
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_cut": "aborted",

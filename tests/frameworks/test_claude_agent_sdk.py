@@ -17,8 +17,6 @@ import json
 import os
 import signal
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ import claude_agent_sdk
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp_server, tool
 from claude_agent_sdk.types import ResultMessage, StreamEvent
+from examples_run import run_example
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
@@ -318,32 +317,11 @@ async def test_the_cli_gets_the_app_span_as_traceparent(
 
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-    }
-    out = subprocess.run(
-        [
-            str(bin_dir / "opentelemetry-instrument"),
-            sys.executable,
-            str(ROOT / "examples" / "claude_agent_sdk_agent.py"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,  # a hang guard, not a performance bound
-        check=True,
-    )
-    lines = out.stdout.splitlines()
+    lines, spans = run_example("claude_agent_sdk_agent.py")
     # The cut call never reached the tool body; the whole one ran once.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "answer: Sunny in Zürich." in lines
     assert "toolu_cut: aborted" in lines and "toolu_whole: completed" in lines
-    spans = [json.loads(chunk) for chunk in _json_objects(out.stdout)]
     (refused,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_cut"]
     # The SDK's own MCP span (mcp 2.x, recording under a global provider) is the execution span:
     # refused, not linked; mcp itself marks it with the isError result it answered.
@@ -351,17 +329,3 @@ def test_the_example_under_opentelemetry_instrument() -> None:
     assert refused["status"]["status_code"] == "ERROR"
     (linked,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_whole"]
     assert len(linked["links"]) == 1
-
-
-def _json_objects(text: str) -> list[str]:
-    """The console exporter's spans: each a JSON object starting at a line that is "{"."""
-    chunks, current = [], []
-    for line in text.splitlines():
-        if line == "{":
-            current = [line]
-        elif current:
-            current.append(line)
-            if line == "}":
-                chunks.append("\n".join(current))
-                current = []
-    return chunks

@@ -15,13 +15,12 @@ import inspect
 import json
 import logging
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from examples_run import run_example
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="dspy-cache-"))  # not in $HOME
@@ -284,39 +283,13 @@ def test_a_direct_tool_call_is_an_unknown_execution(instrument: Any, telemetry: 
     assert execution.attributes["toolcall.outcome"] == "unknown" and body.locations == ["Bern"]
 
 
-def _spans(stdout: str) -> list[dict[str, Any]]:
-    """ConsoleSpanExporter's documents, back to back, among the example's own lines."""
-    decoder, spans, at = json.JSONDecoder(), [], stdout.find("{\n")
-    while at != -1:
-        span, end = decoder.raw_decode(stdout, at)
-        spans.append(span)
-        at = stdout.find("\n{\n", end)
-        at = at + 1 if at != -1 else -1
-    return spans
-
 
 def test_the_example_under_opentelemetry_instrument(tmp_path: Path) -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-        "DSPY_CACHEDIR": str(tmp_path),
-    }
-    example = Path(__file__).resolve().parents[2] / "examples" / "dspy_agent.py"
-    out = subprocess.run(
-        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,  # a hang guard: importing litellm alone takes tens of seconds on a loaded machine
-        check=True,
+    lines, spans = run_example(
+        "dspy_agent.py", LITELLM_LOCAL_MODEL_COST_MAP="True", DSPY_CACHEDIR=str(tmp_path)
     )
-    assert "ran get_weather('Zürich')" in out.stdout
-    spans = _spans(out.stdout)
+    stdout = "\n".join(lines)
+    assert "ran get_weather('Zürich')" in stdout
     executed = {
         s["attributes"].get("gen_ai.tool.call.id"): s
         for s in spans
@@ -324,8 +297,8 @@ def test_the_example_under_opentelemetry_instrument(tmp_path: Path) -> None:
     }
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call")}
     assert calls["call_cut"]["attributes"]["toolcall.outcome"] == "aborted"
-    assert "call_cut: refused (IncompleteToolCallError)" in out.stdout
-    assert "ran get_weather('Zürich, Sch')" not in out.stdout
+    assert "call_cut: refused (IncompleteToolCallError)" in stdout
+    assert "ran get_weather('Zürich, Sch')" not in stdout
     assert executed["call_cut"]["status"]["status_code"] == "ERROR"
     assert [link["context"]["span_id"] for link in executed["call_whole"]["links"]] == [
         calls["call_whole"]["context"]["span_id"]

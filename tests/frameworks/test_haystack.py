@@ -11,14 +11,11 @@ token limit whose arguments happen to parse is run, unless strict mode refuses i
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from examples_run import run_example
 
 os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
 os.environ["HAYSTACK_AUTO_TRACE_ENABLED"] = "false"  # the tests choose Haystack's tracer
@@ -253,39 +250,12 @@ def test_a_direct_invoke_gets_no_span(instrument: Any, telemetry: Any) -> None:
     assert body.locations == ["Bern"] and executions(telemetry) == []
 
 
-def _spans(stdout: str) -> list[dict[str, Any]]:
-    """ConsoleSpanExporter's documents, back to back, among the example's own lines."""
-    decoder, spans, at = json.JSONDecoder(), [], stdout.find("{\n")
-    while at != -1:
-        span, end = decoder.raw_decode(stdout, at)
-        spans.append(span)
-        at = stdout.find("\n{\n", end)
-        at = at + 1 if at != -1 else -1
-    return spans
-
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-        "HAYSTACK_TELEMETRY_ENABLED": "False",
-    }
-    example = Path(__file__).resolve().parents[2] / "examples" / "haystack_agent.py"
-    out = subprocess.run(
-        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,  # a hang guard, not a measure: the machine may be loaded
-        check=True,
-    )
-    assert "ran get_weather('Zürich')" in out.stdout and "answer: Sunny." in out.stdout
-    assert "get_weather('Zür')" not in out.stdout
-    spans = _spans(out.stdout)
+    lines, spans = run_example("haystack_agent.py", HAYSTACK_TELEMETRY_ENABLED="False")
+    stdout = "\n".join(lines)
+    assert "ran get_weather('Zürich')" in stdout and "answer: Sunny." in stdout
+    assert "get_weather('Zür')" not in stdout
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call")}
     assert calls["call_cut"]["attributes"]["toolcall.outcome"] == "aborted"
     executed = [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "execute_tool"]

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from examples_run import run_example
 
 # LiteLLMModel imports litellm: its model cost map from the package, not the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -233,40 +231,12 @@ def test_a_direct_call_gets_no_span(instrument: Any, telemetry: Any, fake: Any) 
     assert body.locations == ["Bern"] and executions(telemetry) == []
 
 
-def _spans(stdout: str) -> list[dict[str, Any]]:
-    """ConsoleSpanExporter's documents, back to back, among the example's own lines."""
-    decoder, spans, at = json.JSONDecoder(), [], stdout.find("{\n")
-    while at != -1:
-        span, end = decoder.raw_decode(stdout, at)
-        spans.append(span)
-        at = stdout.find("\n{\n", end)
-        at = at + 1 if at != -1 else -1
-    return spans
-
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-    }
-    example = Path(__file__).resolve().parents[2] / "examples" / "smolagents_agent.py"
-    out = subprocess.run(
-        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,  # a hang guard, not a performance bound
-        check=True,
-    )
-    lines = out.stdout.splitlines()
+    lines, spans = run_example("smolagents_agent.py")
     # The cut call never reached the tool body; smolagents kept the refusal as step 1's error.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "step 1: AgentToolCallError" in lines and "answer: Sunny in Zürich." in lines
-    spans = _spans(out.stdout)
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_cut": "aborted",

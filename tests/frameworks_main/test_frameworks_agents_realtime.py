@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-from console_spans import console_spans
+from examples_run import run_example
 
 pytest.importorskip("agents.realtime")
 pytest.importorskip("websockets")
@@ -190,28 +186,10 @@ async def test_session_closed_mid_arguments(instrument: Any, telemetry: Any, fak
 
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    bin_dir = Path(sys.executable).parent
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin",
-        "OTEL_TRACES_EXPORTER": "console",
-        "OTEL_METRICS_EXPORTER": "none",
-        "OTEL_LOGS_EXPORTER": "none",
-        "OTEL_TOOLCALLS_STRICT": "true",
-    }
-    example = Path(__file__).resolve().parents[2] / "examples" / "openai_agents_realtime_agent.py"
-    out = subprocess.run(
-        [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(example)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,  # a hang guard, not a performance bound
-        check=True,
-    )
-    lines = out.stdout.splitlines()
+    lines, spans = run_example("openai_agents_realtime_agent.py")
     # The interrupted call never reached the tool body.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "done" in lines
-    spans = console_spans(out.stdout)
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
         "call_whole": "completed",
