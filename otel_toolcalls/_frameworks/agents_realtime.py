@@ -28,6 +28,7 @@ from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.openai.realtime import translate_event
 from otel_toolcalls._providers.openai.ws_connection import PROVIDER, Session
+from otel_toolcalls._sdks.fields import Fields
 from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
 
@@ -43,19 +44,6 @@ REQUIRES = Requires(
 )
 _patches = Patches()
 
-
-class Fields:
-    """A server event's JSON object read by attribute, as the translator reads the openai SDK's
-    parsed events (a missing key reads None); nothing is copied or parsed."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._data.get(name)
-        return Fields(value) if isinstance(value, dict) else value
 
 
 def _open(telemetry: Telemetry, model: Any, options: Any) -> None:

@@ -36,6 +36,7 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._providers.formats.anthropic_messages import TOOL_TYPES, translate_event
+from otel_toolcalls._sdks.fields import Fields
 from otel_toolcalls._wiring.patches import Patches, Requires, resolve
 
 _log = logging.getLogger(__name__)
@@ -72,19 +73,6 @@ _ERRORS = frozenset(
     {"authentication_failed", "billing_error", "rate_limit", "invalid_request", "server_error", "unknown"}
 )
 
-
-class _Fields:
-    """An event the CLI wrote as JSON (a dict), read the way the translator reads the anthropic
-    SDK's event objects: each key as an attribute, a missing one None."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def __getattr__(self, name: str) -> Any:
-        value = self._data.get(name)
-        return _Fields(value) if isinstance(value, dict) else value
 
 
 class _Stopped:
@@ -192,7 +180,7 @@ class _Session:
         turn = self.turns.get(thread)
         if turn is None:
             return  # a message that began before instrument(): not seen whole
-        translate_event(turn.state, _Fields(event))
+        translate_event(turn.state, Fields(event))
         _track(turn, kind, event)
         if kind == "message_stop":
             if turn.state.open_keys():

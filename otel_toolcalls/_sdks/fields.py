@@ -1,0 +1,19 @@
+"""A wire event that arrives as a JSON object (a dict), read by attribute as the translators read
+the SDKs' parsed event objects: for programs that hand us the dict, not the SDK's object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Fields:
+    """Each key as an attribute, a missing one None, a nested object as Fields; nothing copied."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._data.get(name)
+        return Fields(value) if isinstance(value, dict) else value
