@@ -13,36 +13,20 @@ from examples_run import run_example
 pytest.importorskip("agents.realtime")
 pytest.importorskip("websockets")
 
-from agents import FunctionTool, set_tracing_disabled
 from agents.realtime import RealtimeAgent, RealtimeRunner
+from agents_tool import WEATHER_TOOL, ran, reset
 from websockets.exceptions import ConnectionClosedError
 
 from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls._core import names as n
 from otel_toolcalls.testing.openai_realtime import MODEL, WEATHER, ToolCall, frames, response_events, turn
 
-ran: list[str] = []
 CUT = ToolCall(WEATHER.name, '{"location": "Zürich, Sch', call_id="call_cut_1")
-
-
-async def _weather(context: Any, arguments: str) -> str:
-    ran.append(arguments)  # the tool body: runs on the text it is handed
-    return "sunny"
-
-
-WEATHER_TOOL = FunctionTool(
-    name="get_weather",
-    description="Weather for a place.",
-    params_json_schema={"type": "object", "properties": {"location": {"type": "string"}}},
-    on_invoke_tool=_weather,
-    strict_json_schema=False,
-)
 
 
 @pytest.fixture(autouse=True)
 def _setup() -> None:
-    set_tracing_disabled(True)  # the SDK's own (non-OpenTelemetry) tracing would export to OpenAI
-    ran.clear()
+    reset()
 
 
 def _first_delta(event: Any) -> bool:

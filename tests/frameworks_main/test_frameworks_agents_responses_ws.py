@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("websockets")
 pytest.importorskip("agents.models.openai_responses")
 
-from agents import Agent, FunctionTool, Runner, set_tracing_disabled
+from agents import Agent, Runner
 from agents.exceptions import ModelBehaviorError, UserError
 from agents.models import openai_responses as responses
+from agents_tool import WEATHER_TOOL, ran, reset
 from openai import AsyncOpenAI
 from websockets.exceptions import ConnectionClosedError
 
@@ -25,28 +26,12 @@ from otel_toolcalls.testing.openai_responses import MODEL, WEATHER, ToolCall, ev
 if not hasattr(responses, "OpenAIResponsesWSModel"):
     pytest.skip("this openai-agents has no Responses WebSocket model", allow_module_level=True)
 
-ran: list[str] = []
 CUT = ToolCall(WEATHER.name, '{"location": "Zürich, Sch', call_id="call_cut_1")
-
-
-async def _weather(context: Any, arguments: str) -> str:
-    ran.append(arguments)  # the tool body: runs on the text it is handed
-    return "sunny"
-
-
-WEATHER_TOOL = FunctionTool(
-    name="get_weather",
-    description="Weather for a place.",
-    params_json_schema={"type": "object", "properties": {"location": {"type": "string"}}},
-    on_invoke_tool=_weather,
-    strict_json_schema=False,
-)
 
 
 @pytest.fixture(autouse=True)
 def _setup() -> None:
-    set_tracing_disabled(True)  # the SDK's own (non-OpenTelemetry) tracing would export to OpenAI
-    ran.clear()
+    reset()
 
 
 def _agent(fake: Any) -> Agent[Any]:
