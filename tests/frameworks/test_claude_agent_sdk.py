@@ -31,7 +31,6 @@ from opentelemetry.trace import StatusCode
 from otel_toolcalls.testing import anthropic as A
 from otel_toolcalls.testing.claude_code import CLIFake, cli_env, message_json
 
-ROOT = Path(__file__).resolve().parents[2]
 WEATHER = A.ToolUse(name="mcp__w__get_weather", id="toolu_weather_1", arguments='{"location": "Zürich"}')
 ran: list[tuple[Any, int]] = []
 
