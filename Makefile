@@ -13,18 +13,46 @@ PIP := $(PY) -m pip --disable-pip-version-check -q
 unexport PYTHONDONTWRITEBYTECODE
 
 # uv (the test extra installs it too) installs the venvs: pip took 3.5 minutes for the test extra.
-# pip only brings uv itself into a new venv.
+# pip only brings uv itself into a new venv, at the version the main lock holds.
 UV := $(VENV)/bin/uv
+# Every venv installs from its lock here (tests/locks/lock.py): all packages pinned and hashed, so
+# what `make test` installs does not move with the day. `make lock` writes them again.
+LOCKS := tests/locks
+# $(1): the venv's python, $(2): its lock. Exactly the lock (sync), the package editable on top
+# without dependencies, then a check that nothing the lock holds lacks a dependency.
+define FROM_LOCK
+	$(UV) pip sync -q --require-hashes --python $(1) $(2)
+	$(UV) pip install -q --python $(1) --no-deps -e .
+	$(UV) pip check -q --python $(1)
+endef
 
 $(UV):
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install 'uv>=0.4'
+	$(PIP) install "$$(grep -m1 -o '^uv==[^ ]*' $(LOCKS)/main.txt)"
 
-# One stamp per extra set and pyproject content, so a changed pyproject reinstalls and an
-# unchanged one costs nothing.
-$(VENV)/.stamp-%: pyproject.toml | $(UV)
-	$(UV) pip install -q --python $(PY) -e '.[$*]'
-	rm -f $(VENV)/.stamp-$*; touch $@
+# The main venv from its lock (the test extra); the demo's packages are a part of it (the same
+# pins: tests/repo/test_locks.py), installed alone by `make demo`.
+$(VENV)/.stamp-test: pyproject.toml $(LOCKS)/main.txt | $(UV)
+	$(call FROM_LOCK,$(PY),$(LOCKS)/main.txt)
+	rm -f $(VENV)/.stamp-*; touch $@
+
+$(VENV)/.stamp-demo: pyproject.toml $(LOCKS)/demo.txt | $(UV)
+	$(UV) pip install -q --require-hashes --no-deps --python $(PY) -r $(LOCKS)/demo.txt
+	$(UV) pip install -q --python $(PY) --no-deps -e .
+	$(UV) pip check -q --python $(PY)
+	touch $@
+
+# Every lock written again from its inputs (after a change to pyproject.toml, a requirements file or
+# a version lane, or to move to today's releases; `make newest` first says what would move).
+.PHONY: lock newest
+lock: $(VENV)/.stamp-test
+	$(PY) tests/locks/lock.py
+
+# The main venv and the newest framework venvs built from today's releases of everything they hold
+# (under .newest/), their tests run there, and a drift report: what moved from the locks, what
+# failed. Not part of `make test`: CI must not depend on the day.
+newest: $(VENV)/.stamp-test
+	$(PY) tests/locks/newest.py --framework-tests "$(FW_TESTS)"
 
 promtool:
 	@command -v promtool >/dev/null 2>&1 || { \
@@ -49,9 +77,9 @@ demo: $(VENV)/.stamp-demo
 VIEWER_VENV := .venv-viewer
 VIEWER_PORT ?= 6006
 
-$(VIEWER_VENV)/.stamp: examples/viewer/requirements.txt | $(UV)
+$(VIEWER_VENV)/.stamp: $(LOCKS)/viewer.txt | $(UV)
 	test -x $(VIEWER_VENV)/bin/python || $(UV) venv -q --python $(PYTHON) $(VIEWER_VENV)
-	$(UV) pip install -q --python $(VIEWER_VENV)/bin/python -r $<
+	$(UV) pip sync -q --require-hashes --python $(VIEWER_VENV)/bin/python $(LOCKS)/viewer.txt
 	touch $@
 
 # Debian's chromium, headless, for the screenshots and the viewer test (like promtool below).
@@ -105,28 +133,19 @@ CREWAI_VENV := .venv-crewai
 CLAUDE_VENV := .venv-claude-agent
 FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
   $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid $(CLAUDE_VENV) $(CLAUDE_VENV)-floor
-FW_PYTEST := -m pytest -q -p no:cacheprovider -W ignore::DeprecationWarning tests/frameworks \
-  tests/wiring/test_import_order.py tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
+FW_TESTS := -W ignore::DeprecationWarning tests/frameworks tests/wiring/test_import_order.py \
+  tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
+FW_PYTEST := -m pytest -q -p no:cacheprovider $(FW_TESTS)
 
-# uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. $(1): the venv, $(2): its
-# requirements file.
+# uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. Each from its lock
+# (tests/locks/venv-<name>.txt, written from tests/frameworks/requirements*.txt). $(1): the venv.
 define FW_VENV_RULE
-$(1)/.stamp: $(2) pyproject.toml $(VENV)/.stamp-test
+$(1)/.stamp: $(LOCKS)/$(patsubst .%,%,$(1)).txt pyproject.toml $(VENV)/.stamp-test
 	test -x $(1)/bin/python || $(UV) venv -q --python $(PYTHON) $(1)
-	$(UV) pip install -q --python $(1)/bin/python -r $(2)
+	$$(call FROM_LOCK,$(1)/bin/python,$$<)
 	touch $$@
 endef
-$(eval $(call FW_VENV_RULE,$(FW_VENV),tests/frameworks/requirements.txt))
-$(eval $(call FW_VENV_RULE,$(FW_VENV)-previous,tests/frameworks/requirements-previous.txt))
-$(eval $(call FW_VENV_RULE,$(FW_VENV)-floor,tests/frameworks/requirements-floor.txt))
-$(eval $(call FW_VENV_RULE,$(CREWAI_VENV),tests/frameworks/requirements-crewai.txt))
-$(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-previous,tests/frameworks/requirements-crewai-previous.txt))
-$(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-floor,tests/frameworks/requirements-crewai-floor.txt))
-# A release inside each claimed range, between the floor and the previous design's last (-mid).
-$(eval $(call FW_VENV_RULE,$(FW_VENV)-mid,tests/frameworks/requirements-mid.txt))
-$(eval $(call FW_VENV_RULE,$(CREWAI_VENV)-mid,tests/frameworks/requirements-crewai-mid.txt))
-$(eval $(call FW_VENV_RULE,$(CLAUDE_VENV),tests/frameworks/requirements-claude-agent.txt))
-$(eval $(call FW_VENV_RULE,$(CLAUDE_VENV)-floor,tests/frameworks/requirements-claude-agent-floor.txt))
+$(foreach venv,$(FW_LANES),$(eval $(call FW_VENV_RULE,$(venv))))
 
 frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	$(FW_VENV)/bin/python $(FW_PYTEST)
@@ -170,7 +189,7 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .newest .pytest_cache .mypy_cache .ruff_cache
 
 # ---- The pipeline users run (issue 30): Jaeger v2 and the agent tier's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its

@@ -3,9 +3,10 @@ the SDK itself rather than written down for one version.
 
 - The HTTP library: httpx up to openai 2.x / anthropic 0.x / groq, httpx2 from openai 3 and
   anthropic 1. Its exception classes are the ones a cut connection raises.
-- What a cut stream raises: openai 3.x wraps the transport's error in ``APIConnectionError``,
-  earlier releases let it through. A test takes the type from an uninstrumented run of the same
-  script, which is also what the contract says: the application sees the SDK's exception unchanged.
+- What a cut stream raises: openai 3.x and anthropic 2.17 wrap the transport's error in
+  ``APIConnectionError``, earlier releases let it through. A test takes the type from an
+  uninstrumented run of the same script, which is also what the contract says: the application sees
+  the SDK's exception unchanged.
 - The chat helper stream: ``chat.completions.stream`` from openai 1.92, ``beta.chat...`` before.
 - The SDK's own tracing: anthropic from 1.14 makes its own spans; earlier releases have no such option.
 """
@@ -38,6 +39,19 @@ def bare_error(run: Callable[[], Any]) -> type[BaseException]:
         except Exception as exc:
             return type(exc)
     raise AssertionError("the uninstrumented run raised nothing")
+
+
+def dropped_connection(sdk: ModuleType, bare: type[BaseException]) -> str:
+    """The ``error.type`` of a connection dropped mid-stream on this release, from the type its
+    uninstrumented run raised (``bare``): the HTTP library's ``RemoteProtocolError`` let through, or
+    the SDK's ``APIConnectionError`` around it. A third kind fails: a drift to look at, not to absorb."""
+    http = http_library(sdk)
+    known = {
+        http.RemoteProtocolError: f"{http.__name__}.RemoteProtocolError",
+        sdk.APIConnectionError: f"{sdk.__name__}.APIConnectionError",
+    }
+    assert bare in known, f"{sdk.__name__} {sdk.__version__}: a dropped connection raises {bare!r}"
+    return known[bare]
 
 
 async def bare_error_async(run: Callable[[], Awaitable[Any]]) -> type[BaseException]:

@@ -121,17 +121,22 @@ def _other(package: Path) -> str:
     return "" if package == ROOT else "-" + hashlib.sha256(str(package).encode()).hexdigest()[:8]
 
 
+def requirements(suite: Suite, version: str, tree: Path | None) -> list[str]:
+    """What the suite's venv holds beside the package: the release with its extras, the test
+    dependencies of its sdist (``tree``; None: without them, as the lock's fingerprint counts them)."""
+    dev = test_requirements(tree) if tree is not None else []
+    return [f"{suite.sdk}[{','.join(suite.extras)}]=={version}", *dev, "pytest-xdist", "opentelemetry-sdk"]
+
+
 def venv_for(suite: Suite, version: str, tree: Path, package: Path, log: Path) -> Path:
-    """The suite's venv, built unless its stamp says it holds these requirements already;
-    ``package``: the source of otel_toolcalls installed there (editable)."""
-    reqs = [
-        f"{suite.sdk}[{','.join(suite.extras)}]=={version}",
-        *test_requirements(tree),
-        "pytest-xdist",
-        "opentelemetry-sdk",
-    ]
+    """The suite's venv, built unless its stamp says it holds what it should already: at the release
+    tested_versions.py states, its lock (tests/locks/sdk-suite-<sdk>.txt); at another (``--version``),
+    that release and the newest of the rest. ``package``: the otel_toolcalls source installed (editable)."""
+    lock = ROOT / "tests" / "locks" / f"sdk-suite-{suite.sdk}.txt"
+    locked = version == TESTED[suite.sdk][1]
+    wanted = lock.read_text() if locked else requirements(suite, version, tree)
     venv = WORK / f"venv-{suite.sdk}{_other(package)}"
-    key = hashlib.sha256(json.dumps([sys.version, reqs, (package / "pyproject.toml").read_text()]).encode())
+    key = hashlib.sha256(json.dumps([sys.version, wanted, (package / "pyproject.toml").read_text()]).encode())
     stamp = venv / ".stamp"
     if stamp.exists() and stamp.read_text() == key.hexdigest():
         return venv
@@ -140,10 +145,14 @@ def venv_for(suite: Suite, version: str, tree: Path, package: Path, log: Path) -
     if UV is None:
         raise SystemExit("uv is needed (the test extra installs it): make .venv/.stamp-test")
     pip = [UV, "pip", "install", "-q", "--python", python]
+    install = (
+        [UV, "pip", "sync", "-q", "--require-hashes", "--python", python, lock] if locked else [*pip, *wanted]
+    )
     if (
         _run([UV, "venv", "-q", "--python", sys.executable, venv], log) != 0
-        or _run([*pip, *reqs], log) != 0
-        or _run([*pip, "-e", package], log) != 0
+        or _run(install, log) != 0
+        or _run([*pip, "--no-deps", "-e", package], log) != 0
+        or _run([UV, "pip", "check", "-q", "--python", python], log) != 0
     ):
         raise SystemExit(f"{suite.sdk}: install failed (see {log})")
     stamp.write_text(key.hexdigest())

@@ -1,9 +1,10 @@
 """The version lane: each SDK's adapter tests again, on the oldest version pyproject.toml accepts
 (and on the releases around a change of the SDK's stream design), each in a venv of its own.
 
-The floors are read from pyproject.toml, so raising a floor there moves its lane. A venv is kept
-under .version-venvs/ and reused while its stamp (the requirements, the package's own dependencies
-and the interpreter) is unchanged; two lanes run at a time.
+The floors are read from pyproject.toml, so raising a floor there moves its lane (after `make lock`:
+each lane installs from its lock, tests/locks/versions/<lane>.txt, written from ``requirements()``).
+A venv is kept under .version-venvs/ and reused while its stamp (the lock, pyproject.toml and the
+interpreter) is unchanged; two lanes run at a time.
 
     python3 tests/versions/run.py            # every lane
     python3 tests/versions/run.py openai-floor anthropic-floor
@@ -326,30 +327,38 @@ def _run(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None) -> in
         return process.returncode
 
 
-def ensure_venv(lane: Lane, reqs: list[str], log: Path) -> Path | None:
-    """The lane's venv, built unless its stamp says it holds exactly ``reqs`` already."""
+def lock_of(lane: Lane) -> Path:
+    """The lane's lock (tests/locks/lock.py writes it from ``requirements(lane)``)."""
+    return ROOT / "tests" / "locks" / "versions" / f"{lane.name}.txt"
+
+
+def ensure_venv(lane: Lane, log: Path) -> Path | None:
+    """The lane's venv, built from its lock unless its stamp says it holds that lock already."""
     venv = VENVS / lane.name
     stamp = venv / ".stamp"
+    lock = lock_of(lane)
+    if not lock.exists():
+        log.write_text(f"no lock {lock.relative_to(ROOT)}: make lock\n")
+        return None
     # pyproject.toml too: the editable install's metadata (entry points, scripts) comes from it.
-    key = hashlib.sha256(json.dumps([sys.version, reqs, (ROOT / "pyproject.toml").read_text()]).encode())
-    key = key.hexdigest()
+    key = json.dumps([sys.version, lock.read_text(), (ROOT / "pyproject.toml").read_text()])
+    key = hashlib.sha256(key.encode()).hexdigest()
     if stamp.exists() and stamp.read_text() == key:
         return venv
     shutil.rmtree(venv, ignore_errors=True)
-    python = venv / "bin" / "python"
-    if UV is not None:
-        create = [UV, "venv", "-q", "--python", sys.executable, str(venv)]
-        pip = [UV, "pip", "install", "-q", "--python", str(python)]
-    else:
-        create = [sys.executable, "-m", "venv", str(venv)]
-        pip = [str(python), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-compile"]
-    if _run(create, log) != 0 or _run([*pip, *reqs], log) != 0:
+    python = str(venv / "bin" / "python")
+    if UV is None:
+        raise SystemExit("uv is needed (the test extra installs it): make .venv/.stamp-test")
+    sync = [UV, "pip", "sync", "-q", "--require-hashes", "--python", python, str(lock)]
+    if _run([UV, "venv", "-q", "--python", sys.executable, str(venv)], log) != 0 or _run(sync, log) != 0:
         return None
     # The package itself, editable (its dependencies came above); one build at a time, as each
     # writes the same egg-info into the source tree.
     with _locked(VENVS / ".build.lock"):
-        if _run([*pip, "--no-deps", "-e", str(ROOT)], log) != 0:
+        if _run([UV, "pip", "install", "-q", "--python", python, "--no-deps", "-e", str(ROOT)], log) != 0:
             return None
+    if _run([UV, "pip", "check", "-q", "--python", python], log) != 0:
+        return None
     stamp.write_text(key)
     return venv
 
@@ -370,8 +379,7 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
     log = VENVS / "logs" / f"{lane.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    reqs = requirements(lane, floors)
-    venv = ensure_venv(lane, reqs, log)
+    venv = ensure_venv(lane, log)
     if venv is None:
         return lane, False, f"install failed (see {log.relative_to(ROOT)})", time.monotonic() - start
     names = [name.split("[", 1)[0] for name in lane.pins]
