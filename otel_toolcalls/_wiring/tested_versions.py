@@ -13,30 +13,30 @@ from __future__ import annotations
 # choke point (``Requires.earlier``), and the oldest, covering at least the last twelve months'
 # releases, or since the tool-execution design the adapter can hook began, where that is later.
 TESTED: dict[str, tuple[str, str]] = {
-    "openai": ("1.40.0", "3.60.0"),
-    "anthropic": ("0.43.0", "2.16.0"),
+    "openai": ("1.40.0", "3.63.0"),
+    "anthropic": ("0.43.0", "2.17.0"),
     "groq": ("0.11.0", "1.7.0"),
-    "boto3": ("1.34.116", "1.44.8"),
-    "botocore": ("1.34.116", "1.44.8"),
+    "boto3": ("1.34.116", "1.44.18"),
+    "botocore": ("1.34.116", "1.44.18"),
     # Its own version lanes (it pins botocore below the newest): 2.13.1 and 3.10.0.
     "aiobotocore": ("2.13.1", "3.10.0"),
-    "mistralai": ("3.0.0", "3.7.0"),
+    "mistralai": ("3.0.0", "3.8.0"),
     "cohere": ("7.0.0", "7.3.1"),
     "google-genai": ("1.55.0", "3.6.1"),
     "litellm": ("1.108.0", "1.110.2"),
     "ollama": ("0.4.0", "0.6.3"),
-    "huggingface_hub": ("0.30.0", "2.4.0"),
+    "huggingface_hub": ("0.30.0", "2.5.0"),
     # LangGraph's floor is older than twelve months (1.0.4 was the newest on 2025-12-01).
     "langgraph": ("0.3.1", "1.2.24"),
-    "langchain-openai": ("0.3.0", "1.7.4"),
+    "langchain-openai": ("0.3.0", "1.8.1"),
     # The langchain adapter patches langchain-core: the langgraph floor lane resolves it to 0.3.86.
     "langchain-core": ("0.3.86", "1.8.3"),
     # pydantic-ai and the OpenAI Agents SDK: younger than twelve months (1.25.1 / 0.6.1 were the
     # newest on 2025-12-01), at the release where what the adapter hooks began: ToolManager.
     # _raw_execute (1.78; annotating the instrumented agent's span from 1.86.1) and
     # _invoke_function_tool_with_metadata (0.19); tests/versions/run.py's floors say the same.
-    "pydantic-ai-slim": ("1.86.1", "2.68.0"),
-    "openai-agents": ("0.19.0", "0.24.0"),
+    "pydantic-ai-slim": ("1.86.1", "2.78.0"),
+    "openai-agents": ("0.19.0", "0.25.0"),
     "mcp": ("1.25.0", "2.3.0"),
     # LangGraph/langchain-core, pydantic-ai, openai-agents and mcp also run between floor and newest
     #   (langchain-core 1.0.7, 2.0.0, 0.20.0, 2.0.0): the version lane main-frameworks-mid.
@@ -104,8 +104,8 @@ TESTED: dict[str, tuple[str, str]] = {
 # (doctor shows it on the adapter's row). openai's Realtime client: client.beta.realtime from 1.58,
 # client.realtime (GA) from 1.103; the lanes openai-realtime-beta / -ga run the oldest of each.
 SURFACES: dict[str, tuple[str, str]] = {
-    "openai_realtime": ("1.58.0", "3.60.0"),
+    "openai_realtime": ("1.58.0", "3.63.0"),
     # client.responses.connect(): the Responses API's WebSocket transport, from 2.22.
-    "openai_responses_ws": ("2.22.0", "3.60.0"),
+    "openai_responses_ws": ("2.22.0", "3.63.0"),
 }
 

@@ -61,7 +61,9 @@ def test_the_demo_is_a_part_of_the_main_venv() -> None:
     # Both install into .venv: the demo's pins must be the main lock's, or `make demo` after
     # `make test` would move the main venv's packages.
     main, demo = pins(LOCK.HERE / "main.txt"), pins(LOCK.HERE / "demo.txt")
-    assert {name: (version, main.get(name)) for name, version in demo.items() if main.get(name) != version} == {}
+    assert {
+        name: (version, main.get(name)) for name, version in demo.items() if main.get(name) != version
+    } == {}
 
 
 def test_the_makefile_installs_only_from_locks() -> None:
@@ -69,6 +71,22 @@ def test_the_makefile_installs_only_from_locks() -> None:
     or uv at the main lock's version."""
     loose = []
     for number, line in enumerate((ROOT / "Makefile").read_text().splitlines(), 1):
-        if re.search(r"pip (install|sync)", line) and not re.search(r"\$\(LOCKS\)|\$\(2\)|--no-deps|grep", line):
+        if re.search(r"pip (install|sync)", line) and not re.search(
+            r"\$\(LOCKS\)|\$\(2\)|--no-deps|grep", line
+        ):
             loose.append(f"Makefile:{number}: {line.strip()}")
     assert loose == []
+
+
+def test_the_tested_ceilings_are_what_the_main_venv_runs() -> None:
+    """tested_versions.py's newest of each distribution the main venv holds is the main lock's:
+    moving the lock (make lock) moves the ceiling doctor and docs/SUPPORT.md state."""
+    from otel_toolcalls._wiring.tested_versions import TESTED
+
+    main = {re.sub(r"[-_.]+", "-", name): version for name, version in pins(LOCK.HERE / "main.txt").items()}
+    differ = {}
+    for dist, (_, newest) in TESTED.items():
+        locked = main.get(re.sub(r"[-_.]+", "-", dist.lower()))
+        if locked is not None and locked != newest:
+            differ[dist] = (newest, locked)
+    assert differ == {}, "tested_versions.py's newest, the main lock's"

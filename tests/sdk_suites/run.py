@@ -59,6 +59,8 @@ class Suite:
     beside: Sequence[str] = ()
     # Files left out, each for a reason given beside it: what cannot run here, bare or instrumented.
     ignore: Sequence[str] = ()
+    # Dev pins of the sdist replaced, each for a reason given beside it (old -> new spec).
+    replace: Sequence[tuple[str, str]] = ()
 
 
 SUITES = {
@@ -68,7 +70,9 @@ SUITES = {
                     # 127.0.0.1:4010, which the lane does not run (connection refused after the
                     # client's retries and their sleeps, bare and instrumented alike); the other
                     # 10 check a path parameter before any request is made.
-                    ignore=["tests/lib/test_fine_tuning_positional_arguments.py"]),
+                    ignore=["tests/lib/test_fine_tuning_positional_arguments.py"],
+                    # 3.63.0 pins botocore 1.44.9, which the package index here does not serve.
+                    replace=[("botocore==1.44.9", "botocore==1.44.8")]),
     "anthropic": Suite("anthropic", ["aiohttp", "vertex", "bedrock", "mcp", "webhooks"]),
 }  # fmt: skip
 
@@ -123,8 +127,10 @@ def _other(package: Path) -> str:
 
 def requirements(suite: Suite, version: str, tree: Path | None) -> list[str]:
     """What the suite's venv holds beside the package: the release with its extras, the test
-    dependencies of its sdist (``tree``; None: without them, as the lock's fingerprint counts them)."""
-    dev = test_requirements(tree) if tree is not None else []
+    dependencies of its sdist (``tree``; None: only the replaced ones, which the lock's
+    fingerprint counts: the rest are fixed by the release)."""
+    swap = dict(suite.replace)
+    dev = list(swap.values()) if tree is None else [swap.get(spec, spec) for spec in test_requirements(tree)]
     return [f"{suite.sdk}[{','.join(suite.extras)}]=={version}", *dev, "pytest-xdist", "opentelemetry-sdk"]
 
 
