@@ -82,7 +82,8 @@ def test_a_sealed_call_is_completed_and_a_later_revocation_changes_nothing(telem
     assert tool_call_outcome("fc_1") == "completed"
 
 
-def test_an_unknown_id_is_a_no_op(telemetry, make):
+def test_an_unknown_id_is_a_no_op(telemetry, instrument, make):
+    # instrument: the package's own failures count into this test's reader.
     state = make()
     delivered(state, "fc_1")
     for odd in ("fc_unknown", "", None, 5):
