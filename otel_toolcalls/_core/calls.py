@@ -115,6 +115,8 @@ class Opening:
     # Its arguments are not a JSON object's text (OpenAI custom tool input, Gemini partial_args
     # values): the unterminated check does not apply.
     free_form: bool = False
+    # Its server may still take it back after its block ends (revocation).
+    revocable: bool = False
 
 
 class Call:
@@ -128,6 +130,8 @@ class Call:
         "key",
         "last",
         "name",
+        "revocable",
+        "revoked",
         "room",
         "size",
         "span",
@@ -159,6 +163,9 @@ class Call:
         # Content capture keeps only the characters it will emit, not the whole argument text.
         self.content: list[str] | None = [] if capture else None
         self.room = n.MAX_ARGUMENTS_LENGTH
+        self.revocable = opening.revocable
+        # The reason of a revocation that came while its block was open (revocation.revoke).
+        self.revoked: str | None = None
 
     def cut(self) -> bool:
         """Its arguments visibly stop mid-document: a JSON object's text ends with ``}``. No
@@ -186,18 +193,22 @@ def end_call(
     reason: str | None,
     error_type: str | None,
     end_ns: int,
+    *,
+    remember: bool = True,
 ) -> None:
     """Remembers a call, records its metrics and ends its span; ``reason`` None is completed.
-    ``labels``: the stream's provider and request model."""
+    ``labels``: the stream's provider and request model; ``remember`` False: the registry has it."""
     if reason is None and call.cut():
         # A completion event is not proof (vLLM labels a max_tokens cut "tool_calls").
         reason = n.UNTERMINATED
+    if reason is None and call.revoked is not None:
+        reason = call.revoked
     outcome = n.COMPLETED if reason is None else n.ABORTED
     if reason == n.STREAM_ERROR:
         error_type = error_type or n.OTHER
     elif reason is not None:
         error_type = reason
-    if call.call_id:
+    if call.call_id and remember:
         guarded(_remember, t, call, outcome, reason)
     guarded(_record_metrics, t, labels, call, outcome, reason, error_type, end_ns)
     guarded(_end_span, call, outcome, reason, error_type, end_ns)

@@ -125,7 +125,8 @@ ABORT_DESCRIPTIONS = {
     STREAM_ERROR: "tool call aborted: the stream failed before the call completed",
     CLOSED: "tool call aborted: stream closed before the call completed",
     CANCELLED: (
-        "tool call aborted: the consuming task or the response was cancelled before the call completed"
+        "tool call aborted: the consuming task or the response was cancelled before the call"
+        " completed, or the server cancelled the call"
     ),
     ABANDONED: "tool call aborted: the stream was abandoned before the call completed",
     TRUNCATED: "tool call aborted: the model hit its output limit before the call completed",

@@ -53,6 +53,11 @@ ANNOTATED: weakref.WeakSet[Any] = weakref.WeakSet()
 # records stay (facts about calls, true in the child too), its lock is new. Reset: emptied.
 REGISTRY = CallRegistry(Settings.registry_size)
 
+# revocation: revocable calls ended completed whose span and count wait for their fate (call id ->
+# what ends them). Fork: dropped (the parent ends them; ended here too, their spans would be exported
+# twice). Reset: dropped, so no test's held call ends into another test.
+HELD: dict[str, Any] = {}
+
 # errors: sites already warned about; _wiring.instrumentor: adapters whose missing targets were
 # reported. Fork: kept (said once for code the child shares, in the common case to the same log).
 # Reset: emptied, so a test sees its own first warning.
@@ -106,13 +111,14 @@ class Locks:
     them, as a thread of the parent may have held one at the fork, and that thread does not exist
     in the child to release it."""
 
-    __slots__ = ("bound", "imports", "meters", "reported", "warned")
+    __slots__ = ("bound", "held", "imports", "meters", "reported", "warned")
 
     def __init__(self) -> None:
         self.renew()
 
     def renew(self) -> None:
         self.bound = threading.Lock()  # BOUND
+        self.held = threading.Lock()  # HELD
         self.meters = threading.Lock()  # COUNTS_BY_METER
         self.warned = threading.Lock()  # WARNED
         self.reported = threading.Lock()  # REPORTED
@@ -132,6 +138,7 @@ def _disown_streams() -> None:
     for state in list(LIVE.values()):
         state.disown()
     LIVE.clear()
+    HELD.clear()
 
 
 def _after_fork_steps() -> list[Callable[[], None]]:

@@ -21,9 +21,9 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from . import names as n
-from . import process
+from . import process, revocation
 from .calls import BLANKS as _BLANKS
-from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
+from .calls import Call, End, Opening, classify, error_type_of, start_span, utf8_len
 from .errors import guarded, report
 from .metrics import StreamEnd, reports_usage
 from .registry import call_key
@@ -215,12 +215,15 @@ class StreamState:
         choice: int = 0,
         whole: bool = False,
         free_form: bool = False,
+        revocable: bool = False,
     ) -> None:
         """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts);
-        ``free_form``: its arguments are not a JSON object's text (OpenAI custom tool input)."""
+        ``free_form``: its arguments are not a JSON object's text (OpenAI custom tool input);
+        ``revocable``: its server may take it back after its block ended (``revocation``)."""
         opening = Opening(
-            key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole, free_form
-        )
+            key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole, free_form,
+            revocable,
+        )  # fmt: skip
         ends: list[End] = []
         with self._lock:
             if self._done:
@@ -283,6 +286,12 @@ class StreamState:
 
     def open_keys(self) -> list[Hashable]:
         return list(self.open)
+
+    def unended_calls(self) -> list[Call]:
+        """The calls not ended yet: open, or stopped and awaiting their stop reason. No lock: read
+        from any thread, by a caller that may hold a lock this stream's end takes after its own."""
+        pending = self._pending
+        return [*list(self.open.values()), *((pending,) if pending is not None else ())]
 
     def fragment(self, key: Hashable, text: str | None) -> None:
         """One argument fragment as the SDK delivered it: counted, never parsed or joined."""
@@ -540,4 +549,4 @@ class StreamState:
     def _end_call(
         self, call: Call, reason: str | None, error_type: str | None, end_ns: int | None = None
     ) -> None:
-        end_call(self._t, (self.provider, self.model), call, reason, error_type, end_ns or _time_ns())
+        revocation.end(self._t, (self.provider, self.model), call, reason, error_type, end_ns or _time_ns())

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal, TypeVar
 
-from . import process
+from . import process, revocation
 from .errors import report, site_of
 from .sink import Translator
 from .state import LIVE, StreamState
@@ -142,6 +142,8 @@ def close_seen(key: object) -> None:
 def _end_live_streams() -> None:
     for state in list(LIVE.values()):
         state.abandoned()
+    # No revocation can come any more: held calls are counted as they stand, completed.
+    revocation.seal_all()
 
 
 _exit_hook_installed = False

@@ -21,6 +21,7 @@ from otel_toolcalls._core.errors import warn_once
 from otel_toolcalls._core.owners import keep, kept
 from otel_toolcalls._core.registry import CallRecord
 from otel_toolcalls._core.request import Request, stash, stashed
+from otel_toolcalls._core.revocation import seal_all
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.stream import bind, bound
 from otel_toolcalls._core.telemetry import Telemetry, active, in_force, set_active
@@ -66,6 +67,7 @@ from otel_toolcalls._core.calls import classify
 from otel_toolcalls._core.counts import counts_for
 from otel_toolcalls._core.errors import warn_once
 from otel_toolcalls._core.registry import CallRecord
+from otel_toolcalls._core.revocation import revoke, seal_all
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.stream import bind, bound
 from otel_toolcalls._core.telemetry import Telemetry
@@ -78,6 +80,8 @@ meter_provider = MeterProvider()
 telemetry = Telemetry(Settings(), tracer_provider, meter_provider)
 state = StreamState(telemetry, RequestInfo(provider="openai", model="m"))
 state.block_started(0, name="get_weather", call_id="call_open")
+state.block_started(1, name="lookup", call_id="call_held", whole=True, revocable=True)
+state.block_completed(1)  # held: its span and count wait for revoke() or seal()
 key = type("Response", (), {})()
 bind(key, state)
 process.REGISTRY.put("call_done", CallRecord("completed", None, "get_weather", "function", None))
@@ -125,8 +129,12 @@ if pid == 0:
     telemetry.metrics.tool_names("another_tool")
     telemetry.metrics.toolcall_calls.add(1, {"x": 1})
     state.ended()  # the parent's stream: disowned, so it ends nothing here
+    held_here = len(process.HELD)
+    revoked = revoke("call_held")  # takes the held lock; the parent's held call is not the child's
+    seal_all()
     found = {
         "live": len(process.LIVE),
+        "held": [held_here, revoked],
         "open": state.is_open(0),
         "exported": [s.name for s in exporter.get_finished_spans()],
         "bound": bound(key) is state,
@@ -157,6 +165,7 @@ def test_a_forked_child_finds_every_table_in_its_after_fork_state(tmp_path: path
     found = json.loads(out.read_text())
     assert found == {
         "live": 0,  # the parent's stream was disowned...
+        "held": [0, False],  # ...and its held call dropped (the parent ends and counts it)
         "open": False,
         "exported": [],  # ...so the child ended and exported none of it
         "bound": True,
@@ -171,6 +180,8 @@ def test_reset_forgets_what_a_test_must_not_inherit(telemetry: Any) -> None:
     t = Telemetry(Settings(), telemetry.tracer_provider, telemetry.meter_provider)
     state = StreamState(t, RequestInfo(provider="openai", model="m"))
     state.block_started(0, name="get_weather", call_id="call_left_open")
+    state.block_started(1, name="lookup", call_id="call_left_held", whole=True, revocable=True)
+    state.block_completed(1)
     key, owner, span = (type("Key", (), {})() for _ in range(3))
     bind(key, state)
     stash(owner, Request(telemetry=t, provider="openai", model="m"))
@@ -190,8 +201,9 @@ def test_reset_forgets_what_a_test_must_not_inherit(telemetry: Any) -> None:
 
     process.reset()
 
-    assert not process.LIVE and not state.is_open(0)
+    assert not process.LIVE and not state.is_open(0) and not process.HELD
     state.ended()
+    seal_all()
     assert telemetry.tool_spans() == [], "a stream left by another test ends nothing"
     assert bound(key) is None and not stashed(owner) and kept(owner) is None
     assert not is_execution(span)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,13 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from console_spans import console_spans
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
-from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
+from otel_toolcalls import IncompleteToolCallError, ToolCallsInstrumentor, execute_tool, tool_call_outcome
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core import process
 from otel_toolcalls.testing.gemini_live import (
     MODEL,
     WEATHER,
@@ -42,6 +50,7 @@ from google.genai import types  # noqa: E402
 
 LOOKUP = FunctionCall("lookup", {"q": "straße", "n": 12345}, "fc_lookup_2")
 ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "collector-config" / "prometheus" / "rules" / "toolcalls.rules.yaml"
 VENV_BIN = Path(sys.executable).parent
 ASKED = Await("client_content")
 ANSWERED = Await("tool_response")
@@ -272,11 +281,63 @@ def test_a_cancelled_call_is_refused_in_strict_mode(
     assert refused.links == ()
     assert tool_call_outcome(WEATHER.call_id) == "aborted"
     assert_linked(execution(telemetry, LOOKUP), tool_span(telemetry, LOOKUP))
-    # The call span is the model's emission: delivered whole, it stays completed.
-    assert_whole_call(tool_span(telemetry, WEATHER), WEATHER)
+    # Revoked after its block ended: its span, held till then, ends aborted like its outcome.
+    assert_outcome(tool_span(telemetry, WEATHER), "cancelled")
+    assert_whole_call(tool_span(telemetry, LOOKUP), LOOKUP, 1)
     # The app answered only the call it ran.
     (answer,) = live.received("tool_response")
     assert [r["id"] for r in answer["functionResponses"]] == [LOOKUP.call_id]
+
+
+def test_a_revoked_call_is_counted_aborted_where_the_alert_rule_reads(
+    live: LiveEndpoint, telemetry: Any
+) -> None:
+    # Metrics to an in-memory reader and to the Prometheus reader the rules' series come from.
+    registry = CollectorRegistry()
+    memory = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[memory, PrometheusMetricReader(registry=registry)])
+    process.reset()
+    instrumentor = ToolCallsInstrumentor()
+    instrumentor.instrument(tracer_provider=telemetry.tracer_provider, meter_provider=meters)
+    try:
+        app = App(execute_at="tool_call_cancellation", strict=True)
+        run(live, app, tool_call(WEATHER, LOOKUP), cancellation(WEATHER.call_id), ANSWERED,
+            turn_complete())  # fmt: skip
+    finally:
+        instrumentor.uninstrument()
+    # The revoked call's body never ran and got no link; the completed one ran, linked.
+    assert app.ran == [LOOKUP.call_id] and app.refused == [WEATHER.call_id]
+    assert execution(telemetry, WEATHER).links == ()
+    assert_linked(execution(telemetry, LOOKUP), tool_span(telemetry, LOOKUP))
+    # Span, outcome and count say one thing, each call counted once.
+    assert_outcome(tool_span(telemetry, WEATHER), "cancelled")
+    assert (tool_call_outcome(WEATHER.call_id), tool_call_outcome(LOOKUP.call_id)) == ("aborted", "completed")
+    points = {(p.attributes[n.GEN_AI_TOOL_NAME], p.attributes[n.TOOLCALL_OUTCOME],
+               p.attributes.get(n.TOOLCALL_ABORT_REASON), p.attributes.get(n.ERROR_TYPE)): p.value
+              for m in memory.get_metrics_data().resource_metrics for sm in m.scope_metrics
+              for metric in sm.metrics if metric.name == "toolcall.calls"
+              for p in metric.data.data_points}  # fmt: skip
+    assert points == {("get_weather", "aborted", "cancelled", "cancelled"): 1,
+                      ("lookup", "completed", None, None): 1}  # fmt: skip
+    # The aborted ratio as the alert's recording rule computes it, over the scraped series (one
+    # scrape of counters that started at 0: each series' value is its increase).
+    samples = [s for family in text_string_to_metric_families(generate_latest(registry).decode())
+               for s in family.samples if s.name == "toolcall_calls_total"]  # fmt: skip
+    aborted, every = rule_selectors("toolcall:aborted:ratio_rate5m")
+    selected = [s.value for s in samples if aborted.items() <= s.labels.items()]
+    assert sum(selected) / sum(s.value for s in samples if every.items() <= s.labels.items()) == 0.5
+    reasons = {s.labels["toolcall_abort_reason"] for s in samples if aborted.items() <= s.labels.items()}
+    assert reasons == {"cancelled"}
+
+
+def rule_selectors(record: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The label matchers of the numerator's and the denominator's ``toolcall_calls_total`` in a
+    recording rule of collector-config's rules (equality matchers only, as they are written)."""
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    (expr,) = [r["expr"] for g in groups for r in g["rules"] if r.get("record") == record]
+    found = re.findall(r"toolcall_calls_total(?:\{([^}]*)\})?\[", expr)
+    assert len(found) == 2, expr
+    return tuple(dict(re.findall(r'(\w+)="([^"]*)"', matchers)) for matchers in found)  # type: ignore[return-value]
 
 
 def test_a_cancelled_call_runs_unlinked_when_not_strict(
@@ -444,8 +505,9 @@ def test_the_example_under_opentelemetry_instrument() -> None:
     spans = console_spans(result.stdout)
     calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
     assert {k: s["attributes"]["toolcall.outcome"] for k, s in calls.items()} == {
-        "fc_weather": "completed", "fc_booking": "completed",  # both delivered whole
+        "fc_weather": "completed", "fc_booking": "aborted",  # the server revoked fc_booking
     }  # fmt: skip
+    assert calls["fc_booking"]["attributes"]["toolcall.abort_reason"] == "cancelled"
     runs = {s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("execute_tool ")}
     (link,) = runs["fc_weather"]["links"]
     assert link["context"]["span_id"] == calls["fc_weather"]["context"]["span_id"]

@@ -3,13 +3,15 @@
 One session carries many model turns: each turn (from its first model message to its
 ``turnComplete``) is one streamed request, one ``StreamState``. A ``toolCall`` message delivers
 whole calls, arguments parsed: each is complete at delivery (TELEMETRY.md section 6, "Whole calls").
-A later ``toolCallCancellation`` for a call not yet answered revokes it (``live_calls``).
+A later ``toolCallCancellation`` for a call not yet answered revokes it (``live_calls``): each
+call is revocable until answered or the session ends.
 """
 
 from __future__ import annotations
 
 import contextvars
 import time
+import weakref
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -63,7 +65,7 @@ class LiveSession:
         options = getattr(client, "_http_options", None)
         self.server = server_of(getattr(options, "base_url", None))
         self.turn: StreamState | None = None
-        self.calls = Calls(telemetry)
+        self.calls = Calls()
 
     def open_turn(self, owner: Any) -> StreamState:
         """The turn open now, or a new one: its parent is the context current when its first
@@ -83,6 +85,14 @@ class LiveSession:
             how(state, *args)
 
 
+def _open(instance: Any, session: LiveSession) -> None:
+    keep(instance, session)
+    # A session collected unclosed (leaving ``async with connect()`` closes only the socket) can
+    # revoke nothing more. Not at exit: the core's exit hook seals every held call before the
+    # tracer provider shuts down.
+    weakref.finalize(instance, session.calls.ended).atexit = False
+
+
 def _session(instance: Any) -> LiveSession | None:
     found = kept(instance)
     return found if isinstance(found, LiveSession) else None
@@ -93,7 +103,7 @@ def _received(instance: Any, message: Any) -> None:
     if session is None and _telemetry and is_instrumentation_enabled():
         # A session opened before instrument(): no model known.
         session = LiveSession(_telemetry[0], getattr(instance, "_api_client", None), None)
-        keep(instance, session)
+        _open(instance, session)
     if session is not None:
         translate_message(session, message, instance)
 
@@ -107,6 +117,7 @@ def _failed(instance: Any, exc: BaseException) -> None:
         session.end_turn(StreamState.ended)
     else:
         session.end_turn(StreamState.failed, exc)
+    session.calls.ended()
 
 
 def _clean_close(exc: BaseException) -> bool:
@@ -120,6 +131,7 @@ def _closing(instance: Any) -> None:
     session = _session(instance)
     if session is not None:
         session.end_turn(StreamState.closed)
+        session.calls.ended()
 
 
 def _answered(instance: Any, kwargs: Any) -> None:
@@ -142,7 +154,7 @@ def _init(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> None:
     if _telemetry and is_instrumentation_enabled():
         try:
             client = kwargs.get("api_client", args[0] if args else None)
-            keep(instance, LiveSession(_telemetry[0], client, _ASKED.get()))
+            _open(instance, LiveSession(_telemetry[0], client, _ASKED.get()))
         except Exception as exc:
             report(f"{__name__}.session", exc)
 

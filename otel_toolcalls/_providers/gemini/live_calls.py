@@ -1,10 +1,11 @@
 """The calls of one Live session between delivery and answer, and the server's cancellation of them.
 
-A call is complete at delivery (its span ends ``completed``). ``toolCallCancellation`` names calls
-the server takes back: one not yet answered is revoked, its outcome becomes ``aborted`` /
-``cancelled`` in the call registry, so ``execute_tool`` links it no more and strict mode refuses to
-run it. Its span, already ended, stays as it was: the call was emitted whole. A call already
-answered ran; its cancellation changes nothing.
+A call is complete at delivery, and revocable (``_core.revocation``) until the app answers it or
+the session ends: the core holds its span and its count till then. ``toolCallCancellation`` names
+calls the server takes back: one not yet answered is revoked, ``aborted`` / ``cancelled`` on its
+span, in ``toolcall.calls`` and in the registry, so ``execute_tool`` links it no more and strict
+mode refuses to run it. An answer, or the session's end, seals the calls it concerns ``completed``:
+a call already answered ran, its cancellation changes nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._core.revocation import revoke, seal
 
 _log = logging.getLogger(__name__)
 
@@ -24,17 +25,18 @@ MAX_WAITING = 1024
 
 
 class Calls:
-    __slots__ = ("_lock", "_revoked", "_telemetry", "_waiting")
+    __slots__ = ("_lock", "_revoked", "_waiting")
 
-    def __init__(self, telemetry: Telemetry) -> None:
-        self._telemetry = telemetry
+    def __init__(self) -> None:
         self._waiting: dict[str, None] = {}
         self._revoked: dict[str, None] = {}
         self._lock = threading.Lock()
 
     def delivered(self, call_id: str) -> None:
         with self._lock:
-            _bounded_add(self._waiting, call_id)
+            dropped = _bounded_add(self._waiting, call_id)
+        if dropped is not None:
+            seal((dropped,))
 
     def cancelled(self, ids: Iterable[Any]) -> None:
         # {"toolCallCancellation": {"ids": ["fc_1", "fc_2"]}}
@@ -47,7 +49,7 @@ class Calls:
                     del self._waiting[call_id]
                     _bounded_add(self._revoked, call_id)
             if waiting:
-                self._revoke(call_id)
+                revoke(call_id, n.CANCELLED)
 
     def answered(self, responses: Any) -> None:
         """``send_tool_response(function_responses=...)``: one ``FunctionResponse`` or dict, or a list."""
@@ -60,21 +62,27 @@ class Calls:
             if not isinstance(call_id, str):
                 continue
             with self._lock:
+                waiting = call_id in self._waiting
                 self._waiting.pop(call_id, None)
                 revoked = call_id in self._revoked
+            if waiting:
+                seal((call_id,))
             if revoked:
                 # Passed on as the app sent it: what the server makes of it is the server's.
                 _log.debug("otel_toolcalls: a tool response for call %r, which the server cancelled", call_id)
 
-    def _revoke(self, call_id: str) -> None:
-        registry = self._telemetry.registry
-        record = registry.get(call_id)
-        if record is None or record.outcome != n.COMPLETED:
-            return  # evicted, or aborted already: nothing to take back
-        registry.put(call_id, record._replace(outcome=n.ABORTED, reason=n.CANCELLED))
+    def ended(self) -> None:
+        """The session is over: no cancellation can come for the calls still unanswered."""
+        with self._lock:
+            waiting, self._waiting = list(self._waiting), {}
+        seal(waiting)
 
 
-def _bounded_add(table: dict[str, None], call_id: str) -> None:
+def _bounded_add(table: dict[str, None], call_id: str) -> str | None:
+    """Adds ``call_id``; the oldest entry dropped past the bound, or None."""
     table[call_id] = None
     if len(table) > MAX_WAITING:
-        del table[next(iter(table))]
+        oldest = next(iter(table))
+        del table[oldest]
+        return oldest
+    return None

@@ -60,9 +60,8 @@ def _tool_call(session: Session, call: Any, owner: Any) -> None:
             continue
         call_id = function_call.id or None
         key = call_id if call_id is not None else ("unnamed", next(_unnamed))
-        state.block_started(
-            key, name=name, call_id=call_id, index=state.tool_calls, whole=True, free_form=True
-        )
+        state.block_started(key, name=name, call_id=call_id, index=state.tool_calls, whole=True,
+                            free_form=True, revocable=call_id is not None)  # fmt: skip
         state.block_completed(key)
         if call_id is not None:
             session.calls.delivered(call_id)
