@@ -5,8 +5,10 @@ tested_versions.py), its source distribution is fetched from PyPI (the sdist car
 a venv of its own gets that release, the test dependencies its pyproject.toml declares (less its
 linters and type checkers) and the package (editable), and the suite (``tests/lib`` unless told)
 runs twice: bare, then with the package instrumented before the SDK is imported
-(tests/sdk_suites/outcome_plugin.py). It fails on any test whose outcome differs between the runs
-and on any ``toolcall.internal_errors`` counted in the instrumented one.
+(tests/sdk_suites/outcome_plugin.py). It fails on any test whose outcome differs between the runs,
+on any ``toolcall.internal_errors`` counted in the instrumented one, and on any test lost: a pytest
+exit status the outcomes do not explain, a test run with no outcome (a crashed xdist worker), a
+test one side collects and the other does not.
 
     python3 tests/sdk_suites/run.py                      # openai and anthropic, tests/lib
     python3 tests/sdk_suites/run.py openai --tests tests/lib tests/test_client.py
