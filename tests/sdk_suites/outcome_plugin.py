@@ -4,7 +4,10 @@ SDK's own test session, before its conftest imports the SDK.
 ``SDK_SUITE_MODE=instrumented`` turns the package on at import, with in-memory providers of its own
 (never the global ones: the SDK's own tracing tests set and read those). Either mode writes, per
 process (xdist workers each their own file), each test's outcome and, instrumented, the
-``toolcall.internal_errors`` counted during it, by ``error.site``, to ``$SDK_SUITE_OUT.<process>.json``.
+``toolcall.internal_errors`` counted during it, by ``error.site``, to ``$SDK_SUITE_OUT.<process>.json``,
+with the node ids it collected (before any deselection) and those it was to run. That file is written
+once collection ends and again when the session ends: a process that dies in between (a crashed xdist
+worker) leaves the ids it was to run without outcomes, which run.py counts as lost.
 ``SDK_SUITE_ONLY`` names a file of node ids, one a line: the session runs those alone (the re-run of
 the tests that did not pass; given on the command line, a parametrized id can fail to parse).
 """
@@ -59,6 +62,9 @@ class _Record:
         self.failures: dict[str, str] = {}
         # nodeid -> seconds in setup, call and teardown (where a suite's time goes).
         self.durations: dict[str, float] = {}
+        # Every id the session collected, and those it was to run (none under --collect-only).
+        self.collected: list[str] = []
+        self.selected: list[str] = []
         self._seen: Counter[str] = Counter()
 
     def take_errors(self, key: str) -> None:
@@ -94,7 +100,10 @@ def _runs_tests(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # First, so the ids are the whole collection, before this or any plugin deselects.
+    _RECORD.collected = [item.nodeid for item in items]
     only = os.environ.get("SDK_SUITE_ONLY")
     if not only:
         return
@@ -113,11 +122,21 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
         _RECORD.outcomes[report.nodeid] = "collect-error"
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if not session.config.option.collectonly:
+        _RECORD.selected = [item.nodeid for item in session.items]
+    _write(session.config)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if not _runs_tests(session.config):
-        return
     _RECORD.take_errors("(outside a test: import, collection)")
-    worker = getattr(session.config, "workerinput", {}).get("workerid", "main")
+    _write(session.config)
+
+
+def _write(config: pytest.Config) -> None:
+    if not _runs_tests(config):
+        return
+    worker = getattr(config, "workerinput", {}).get("workerid", "main")
     out = f"{os.environ['SDK_SUITE_OUT']}.{worker}.json"
     with open(out, "w") as handle:
         json.dump(
@@ -126,6 +145,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 "errors": _RECORD.errors,
                 "failures": _RECORD.failures,
                 "durations": _RECORD.durations,
+                "collected": _RECORD.collected,
+                "selected": _RECORD.selected,
             },
             handle,
         )

@@ -5,8 +5,10 @@ tested_versions.py), its source distribution is fetched from PyPI (the sdist car
 a venv of its own gets that release, the test dependencies its pyproject.toml declares (less its
 linters and type checkers) and the package (editable), and the suite (``tests/lib`` unless told)
 runs twice: bare, then with the package instrumented before the SDK is imported
-(tests/sdk_suites/outcome_plugin.py). It fails on any test whose outcome differs between the runs
-and on any ``toolcall.internal_errors`` counted in the instrumented one.
+(tests/sdk_suites/outcome_plugin.py). It fails on any test whose outcome differs between the runs,
+on any ``toolcall.internal_errors`` counted in the instrumented one, and on any test lost: a pytest
+exit status the outcomes do not explain, a test run with no outcome (a crashed xdist worker), a
+test one side collects and the other does not.
 
     python3 tests/sdk_suites/run.py                      # openai and anthropic, tests/lib
     python3 tests/sdk_suites/run.py openai --tests tests/lib tests/test_client.py
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -175,10 +178,14 @@ def run_suite(
     log: Path,
     *,
     again: bool = False,
+    collect: bool = False,
 ) -> dict:
     """One pytest session of the SDK's suite; returns the outcomes and the internal errors.
-    ``again``: ``tests`` are node ids, run alone (the re-run of those that did not pass)."""
-    out = WORK / "results" / f"{tree.name}-{venv.name}-{mode}{'-again' if again else ''}"
+    ``again``: ``tests`` are node ids, run alone (the re-run of those that did not pass).
+    ``collect``: the suite collected, not run, in one process (the bare side's whole collection,
+    which the lane compares with the instrumented run's when it re-runs only a few tests bare)."""
+    kind = "-collect" if collect else "-again" if again else ""
+    out = WORK / "results" / f"{tree.name}-{venv.name}-{mode}{kind}"
     if (
         mode == "bare"
         and not again
@@ -186,18 +193,15 @@ def run_suite(
         and list(out.parent.glob(f"{out.name}.*.json"))
     ):
         return _merged(out)
-    for old in out.parent.glob(f"{out.name}.*.json"):
-        old.unlink()
     out.parent.mkdir(parents=True, exist_ok=True)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("OTEL_", "VIRTUAL_ENV"))}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.update(SDK_SUITE_MODE=mode, SDK_SUITE_OUT=str(out))
+    env.update(SDK_SUITE_MODE=mode)
     if again:
         only = out.parent / f"{out.name}.ids"
         only.write_text("\n".join(tests) + "\n")
         env["SDK_SUITE_ONLY"] = str(only)
         tests = sorted({test.split("::")[0] for test in tests})
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     # The SDK's own addopts stay (anthropic's load a plugin of its own); -n after them wins.
     cmd = [
         venv / "bin" / "python",
@@ -208,38 +212,158 @@ def run_suite(
         "no:cacheprovider",
         "-p",
         "outcome_plugin",
-        "-n",
-        str(jobs),
-        "--durations=30",
+        *(["--collect-only", "-n", "0"] if collect else ["-n", str(jobs), "--durations=30"]),
         "-rN",
         "--continue-on-collection-errors",
         *(f"--ignore={path}" for path in suite.ignore),
         *tests,
     ]
-    _run(cmd, log, cwd=tree, env=env)
+    return pytest_session(cmd, out, log, tree, env)
+
+
+# What pytest-xdist prints when a worker dies: the tests it had run have no outcome file.
+CRASHED = re.compile(r"worker '?\w+'? crashed[^\n]*|\[\w+\] node down[^\n]*|replacing crashed worker \w+")
+
+
+def pytest_session(cmd: Sequence[str | Path], out: Path, log: Path, cwd: Path, env: dict[str, str]) -> dict:
+    """Runs a pytest session with the lane's plugin writing to ``out``; returns its outcome files
+    merged, with pytest's exit status and the crash lines of its part of the log, which ``lost``
+    reads (kept beside the outcomes, for SDK_SUITE_REUSE_BARE)."""
+    for old in [*out.parent.glob(f"{out.name}.*.json"), Path(f"{out}.exit")]:
+        old.unlink(missing_ok=True)
+    env = {**env, "SDK_SUITE_OUT": str(out)}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    start = log.stat().st_size if log.exists() else 0
+    status = _run(cmd, log, cwd=cwd, env=env)
+    with log.open("rb") as text:
+        text.seek(start)
+        crashed = CRASHED.findall(text.read().decode(errors="replace"))
+    Path(f"{out}.exit").write_text(json.dumps({"status": status, "crashed": crashed[:5]}))
     return _merged(out)
 
 
 def _merged(out: Path) -> dict:
-    merged: dict = {"outcomes": {}, "errors": {}, "failures": {}, "durations": {}}
+    """The session's outcome files (one a process) as one; ``collected`` and ``selected`` are the
+    union of the processes' (each xdist worker collects the whole suite)."""
+    merged = empty_record()
+    collected: set[str] = set()
+    selected: set[str] = set()
     for part in sorted(out.parent.glob(f"{out.name}.*.json")):
         found = json.loads(part.read_text())
-        for key in merged:
+        for key in ("outcomes", "errors", "failures", "durations"):
             merged[key].update(found.get(key, {}))
+        collected.update(found.get("collected", ()))
+        selected.update(found.get("selected", ()))
+    merged.update(collected=sorted(collected), selected=sorted(selected))
+    status = Path(f"{out}.exit")
+    if status.exists():
+        merged.update(json.loads(status.read_text()))
     return merged
+
+
+def empty_record() -> dict:
+    return {"outcomes": {}, "errors": {}, "failures": {}, "durations": {}, "collected": [], "selected": [],
+            "status": None, "crashed": []}  # fmt: skip
+
+
+# What an exit status means that a failed test does not (pytest's ExitCode; below 0: a signal).
+EXIT = {2: "interrupted", 3: "pytest's internal error", 4: "a usage error", 5: "no tests collected"}
+FAILING = {"failed", "error", "collect-error"}
+
+
+def lost(run: dict) -> list[str]:
+    """Why a session may have lost tests, empty when it did not: an exit status its outcomes do not
+    explain (1 with no failure recorded, 5 with tests to run, anything else but 0), a test it was to
+    run with no outcome (its process died before writing it), or a crashed worker in its log."""
+    status, problems = run["status"], []
+    if status is None:
+        problems.append("no exit status recorded")
+    elif status == 1 and not FAILING & set(run["outcomes"].values()):
+        problems.append("exit 1 (tests failed) and no failure recorded")
+    elif status == 5 and run["selected"]:
+        problems.append(f"exit 5 (no tests collected) with {len(run['selected'])} to run")
+    elif status not in (0, 1, 5):
+        problems.append(f"exit {status} ({EXIT.get(status, 'a signal' if status < 0 else 'not pytest')})")
+    missing = sorted(set(run["selected"]) - set(run["outcomes"]))
+    if missing:
+        problems.append(f"{len(missing)} tests it ran have no outcome: {', '.join(missing[:5])}")
+    problems += [f"the log says: {line}" for line in run["crashed"]]
+    return problems
+
+
+def collected_differ(bare: dict, instrumented: dict) -> list[str]:
+    """The ids one side's whole collection holds and the other's does not."""
+    problems = []
+    for side, one, other in (("bare", bare, instrumented), ("instrumented", instrumented, bare)):
+        alone = sorted(set(one["collected"]) - set(other["collected"]))
+        if alone:
+            problems.append(f"{len(alone)} tests collected {side} only: {', '.join(alone[:5])}")
+    return problems
+
+
+def accounted(sdk: str, sessions: dict[str, dict], whole: tuple[dict, dict] | None) -> bool:
+    """Prints what each session lost and, ``whole`` being the bare and the instrumented side's whole
+    collections, what one collected and the other did not; True when nothing was lost."""
+    problems = [f"{label}: {problem}" for label, run in sessions.items() for problem in lost(run)]
+    problems += collected_differ(*whole) if whole else []
+    for problem in problems:
+        print(f"  lost: {sdk} {problem}")
+    return not problems
 
 
 # What the package adds by design to the SDK's own execution span (TELEMETRY.md section 3: the
 # streamed call's outcome, completed or aborted), which the SDK's tests of its spans' exact
 # attributes see: that one extra attribute and nothing else is no difference in behaviour.
-BY_DESIGN = re.compile(
-    r"Left contains 1 more item:\s*(?:E\s*)?\{'toolcall\.outcome': '(?:completed|aborted)'\}"
+BY_DESIGN = re.compile(r"\{'toolcall\.outcome': '(?:completed|aborted)'\}")
+# pytest's explanation of a failed ``assert {...} == {...}`` (its last one in the report), and the
+# headings of its sections: everything a dict comparison can say, so nothing else is excused.
+DICTS = re.compile(r"^(E\s+)?AssertionError: assert \{.*\} == \{.*\}$")
+HEADING = re.compile(
+    r"^(Omitting \d+ identical items?.*|Common items:|Differing items:|Left contains \d+ more items?:"
+    r"|Right contains \d+ more items?:|Full diff:.*|Use -v to get more diff|\.\.\.Full output truncated.*)$"
 )
+EXTRA = "Left contains 1 more item:"
 
 
 def by_design(name: str, bare: dict, instrumented: dict) -> bool:
     failure = instrumented["failures"].get(name, "")
-    return bare["outcomes"].get(name) == "passed" and bool(BY_DESIGN.search(failure))
+    return bare["outcomes"].get(name) == "passed" and only_the_outcome_item(failure)
+
+
+def _explanation(failure: str) -> list[str]:
+    """The lines of the report's last dict comparison, stripped of the report's ``E`` column."""
+    lines = failure.splitlines()
+    heads = [index for index, line in enumerate(lines) if DICTS.match(line)]
+    if not heads:
+        return []
+    block = lines[heads[-1] :]
+    if block[0].startswith("E"):
+        block = list(itertools.takewhile(lambda line: line.startswith("E"), block))
+    return [line.removeprefix("E").strip() for line in block]
+
+
+def only_the_outcome_item(failure: str) -> bool:
+    """True when pytest's dict diff in ``failure`` says the left side has one more item, the
+    package's ``toolcall.outcome``, and nothing else: no differing item, no other extra item on
+    either side, no line it does not know, no explanation cut short before its full diff (which
+    says the same line by line, so what follows its heading is not read)."""
+    section, extra = "", []
+    for line in _explanation(failure)[1:]:
+        if line == "...":
+            return False  # pytest cut the explanation here: what follows is unseen
+        if HEADING.match(line):
+            if line.startswith("Full diff:"):
+                break
+            if not line.startswith(("Omitting", "Common", EXTRA, "Use -v")):
+                return False  # a differing item, another extra item on either side, a cut
+            section = line
+        elif not line or section.startswith("Common") or (not section and line.startswith("+  where")):
+            continue  # a blank, the identical items, what an operand was
+        elif section == EXTRA:
+            extra.append(line)
+        else:
+            return False  # a line no dict comparison writes there
+    return len(extra) == 1 and bool(BY_DESIGN.fullmatch(extra[0]))
 
 
 def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
@@ -272,7 +396,7 @@ def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
     return bool(names) and not differ and not errors
 
 
-_NONE: dict = {"outcomes": {}, "errors": {}, "failures": {}, "durations": {}}
+_NONE: dict = {**empty_record(), "status": 0}
 
 
 def not_passed(run: dict) -> list[str]:
@@ -418,11 +542,17 @@ def lane(sdk: str, args: argparse.Namespace) -> int:
     tests = args.tests or ["tests/lib", *suite.beside]
     ran = time.monotonic(), _children_cpu()
     instrumented = run_suite(suite, venv, tree, tests, "instrumented", jobs, log)
+    sessions, whole = {"instrumented": instrumented}, None
     if args.errors_only:
         green = count_errors(sdk, version, instrumented)
     elif args.full:
-        green = compare(sdk, version, run_suite(suite, venv, tree, tests, "bare", jobs, log), instrumented)
+        bare = run_suite(suite, venv, tree, tests, "bare", jobs, log)
+        sessions["bare"], whole = bare, (bare, instrumented)
+        green = compare(sdk, version, bare, instrumented)
     else:
+        # The bare side's whole collection, one process and no test run: what the re-run of a few
+        # tests cannot show, a test only one side collects.
+        collection = run_suite(suite, venv, tree, tests, "bare", jobs, log, collect=True)
         suspects = not_passed(instrumented)
         bare, again = (
             (
@@ -432,7 +562,10 @@ def lane(sdk: str, args: argparse.Namespace) -> int:
             if suspects
             else (_NONE, _NONE)
         )
+        sessions.update({"bare collection": collection, "bare re-run": bare, "instrumented re-run": again})
+        whole = (collection, instrumented)
         green = settle(sdk, version, instrumented, bare, again)
+    green = accounted(sdk, sessions, whole) and green
     print(
         f"{sdk} {version}: {time.monotonic() - start:.0f}s in all, the runs {time.monotonic() - ran[0]:.0f}s "
         f"(cpu {_children_cpu() - ran[1]:.0f}s; log: {log.relative_to(ROOT)})",
