@@ -16,7 +16,6 @@ from otel_toolcalls.testing import anthropic as wire
 from otel_toolcalls.testing.anthropic import MODEL, WEATHER, Text
 
 
-
 def bedrock(fake: FakeProvider) -> anthropic.AnthropicBedrock:
     return anthropic.AnthropicBedrock(
         aws_access_key="AKIDEXAMPLE",
