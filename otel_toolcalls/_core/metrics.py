@@ -8,7 +8,6 @@ are TELEMETRY.md section 4's (``names.METRIC_*``).
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -18,9 +17,8 @@ from opentelemetry import metrics
 from . import names as n
 from . import process
 from .counts import counts_for
+from .errors import report
 from .usage import FIELDS, Usage
-
-_log = logging.getLogger(__name__)
 
 # Two seconds tables, apart on purpose (TELEMETRY.md section 4 names them apart): the tool-call
 # durations' own "seconds buckets", from milliseconds to minutes, and the GenAI conventions'
@@ -254,8 +252,8 @@ class Metrics:
         that is not inference (``fetch_response``) gets the operation duration and no usage."""
         try:
             self._stream_ended(end)
-        except Exception:
-            _log.debug("otel_toolcalls: failed to record inference metrics", exc_info=True)
+        except Exception as exc:
+            report("_core.metrics.Metrics.stream_ended", exc)
 
     def _stream_ended(self, end: StreamEnd) -> None:
         skip = recorded_elsewhere(end.adopted_span)
