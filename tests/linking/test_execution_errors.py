@@ -141,3 +141,17 @@ def test_a_tool_service_running_a_carried_call(telemetry: Any, where: str, ends:
     if where == "on_end":  # the span still ended and was exported, linked to the carried call
         (run_span,) = [s for s in telemetry.spans() if s.name == "execute_tool get_weather"]
         assert run_span.attributes[n.TOOLCALL_OUTCOME] == "completed" and len(run_span.links) == 1
+
+
+def test_an_error_reader_that_raises_is_counted_and_the_result_passed_on(
+    telemetry: Any, instrument: Any
+) -> None:
+    # The adapter's reader of a framework's error result is the package's code: its failure is
+    # counted, the tool's result still reaches the framework.
+    def unreadable(result: Any) -> str:
+        raise LookupError("a result shape the adapter does not know")
+
+    tool = Tool("returns")
+    got = run(Execution(CALL_ID, "get_weather", active()), tool, (), {}, unreadable)
+    assert got is RESULT and tool.runs == 1
+    assert internal_errors(telemetry) == {("_linking.runner.Execution.returned", "LookupError"): 1}

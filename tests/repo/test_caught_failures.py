@@ -102,5 +102,6 @@ def test_the_walk_sees_the_execution_side() -> None:
         for function, handler in _handlers(ast.parse(path.read_text()))
         if _counts_or_raises(handler)
     }
-    assert {"_linking/execute.py:execute_tool.__enter__", "_linking/execute.py:execute_tool._finish"} <= counted
+    execute = {"_linking/execute.py:execute_tool.__enter__", "_linking/execute.py:execute_tool._finish"}
+    assert execute <= counted
     assert "_linking/runner.py:Execution.__exit__" in counted
