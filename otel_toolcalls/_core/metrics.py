@@ -17,7 +17,6 @@ from opentelemetry import metrics
 from . import names as n
 from . import process
 from .counts import counts_for
-from .errors import report
 from .usage import FIELDS, Usage
 
 # Two seconds tables, apart on purpose (TELEMETRY.md section 4 names them apart): the tool-call
@@ -249,11 +248,9 @@ class Metrics:
     def stream_ended(self, end: StreamEnd) -> None:
         """The conventions' inference metrics of one stream: duration (``error.type`` when it
         failed), time to first chunk and token usage, whoever made its inference span; an operation
-        that is not inference (``fetch_response``) gets the operation duration and no usage."""
-        try:
-            self._stream_ended(end)
-        except Exception as exc:
-            report("_core.metrics.Metrics.stream_ended", exc)
+        that is not inference (``fetch_response``) gets the operation duration and no usage. Its
+        caller guards it (``errors.guarded``): a failure is counted there."""
+        self._stream_ended(end)
 
     def _stream_ended(self, end: StreamEnd) -> None:
         skip = recorded_elsewhere(end.adopted_span)
