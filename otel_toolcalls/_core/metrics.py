@@ -8,7 +8,6 @@ are TELEMETRY.md section 4's (``names.METRIC_*``).
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -19,8 +18,6 @@ from . import names as n
 from . import process
 from .counts import counts_for
 from .usage import FIELDS, Usage
-
-_log = logging.getLogger(__name__)
 
 # Two seconds tables, apart on purpose (TELEMETRY.md section 4 names them apart): the tool-call
 # durations' own "seconds buckets", from milliseconds to minutes, and the GenAI conventions'
@@ -251,11 +248,9 @@ class Metrics:
     def stream_ended(self, end: StreamEnd) -> None:
         """The conventions' inference metrics of one stream: duration (``error.type`` when it
         failed), time to first chunk and token usage, whoever made its inference span; an operation
-        that is not inference (``fetch_response``) gets the operation duration and no usage."""
-        try:
-            self._stream_ended(end)
-        except Exception:
-            _log.debug("otel_toolcalls: failed to record inference metrics", exc_info=True)
+        that is not inference (``fetch_response``) gets the operation duration and no usage. Its
+        caller guards it (``errors.guarded``): a failure is counted there."""
+        self._stream_ended(end)
 
     def _stream_ended(self, end: StreamEnd) -> None:
         skip = recorded_elsewhere(end.adopted_span)

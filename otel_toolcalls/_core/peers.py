@@ -18,6 +18,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from . import names as n
+from .errors import report
 
 __all__ = [
     "LLM_SPAN_IS_CURRENT",
@@ -91,7 +92,7 @@ def _util_genai_span(ctx: otel_context.Context) -> Any:
         span = getter(ctx)
         return span if span is not None and span.is_recording() else None
     except Exception as exc:  # its API changed: its span is known only when current
-        _log.debug("otel_toolcalls: util-genai's inference span not read: %r", exc)
+        report("_core.peers._util_genai_span", exc)
         return None
 
 
@@ -138,7 +139,7 @@ def _langchain_span() -> Any:
         span = instrumentor.get_span(run_id)
         return span if span is not None and span.is_recording() else None
     except Exception as exc:  # a peer's API changed: its span is not known, nothing else
-        _log.debug("otel_toolcalls: OpenInference's LangChain span not read: %r", exc)
+        report("_core.peers._langchain_span", exc)
         return None
 
 

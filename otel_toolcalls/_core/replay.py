@@ -11,17 +11,15 @@ history, in order, repeats included; ``field`` and ``entries`` read a body eithe
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from opentelemetry.trace import Span
 
 from . import names as n
+from .errors import report
 from .registry import CallRecord, call_key
 from .telemetry import Telemetry
-
-_log = logging.getLogger(__name__)
 
 HistoryIds = Callable[[Any], Iterable[str]]
 Replayed = list[tuple[str, CallRecord]]
@@ -59,8 +57,8 @@ def scan(telemetry: Telemetry, history_ids: HistoryIds | None, body: Any) -> Rep
             if record is not None and record.outcome != n.COMPLETED:
                 found[call_id] = record
         return list(found.items()) or None
-    except Exception:
-        _log.debug("otel_toolcalls: could not read a request's history", exc_info=True)
+    except Exception as exc:
+        report("_core.replay.scan", exc)
         return None
 
 
@@ -86,5 +84,5 @@ def record(
                 },
             )
         span.set_attribute(n.TOOLCALL_REPLAYED_ABORTED, len(replayed))
-    except Exception:
-        _log.debug("otel_toolcalls: could not record replayed aborted calls", exc_info=True)
+    except Exception as exc:
+        report("_core.replay.record", exc)

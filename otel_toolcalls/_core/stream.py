@@ -135,8 +135,8 @@ def close_seen(key: object) -> None:
         state = bound(key)
         if state is not None:
             state.closed()
-    except Exception:
-        _log.debug("otel_toolcalls: failed to record a close", exc_info=True)
+    except Exception as exc:
+        report("_core.stream.close_seen", exc)
 
 
 def _end_live_streams() -> None:

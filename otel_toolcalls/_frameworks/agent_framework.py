@@ -15,7 +15,6 @@ that request's inference span (an adopted span, section 6 of the telemetry contr
 from __future__ import annotations
 
 import functools
-import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,13 +24,12 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .own_spans import annotate_or_refuse
-
-_log = logging.getLogger(__name__)
 
 _MODULE = "agent_framework._tools"
 # The tool's invocation (the call id), then the span the framework opens inside it: both or neither.
@@ -48,8 +46,8 @@ def _framework_traces() -> bool:
     observability = sys.modules.get("agent_framework.observability")
     try:
         return bool(observability.OBSERVABILITY_SETTINGS.ENABLED)  # type: ignore[union-attr]
-    except Exception:
-        _log.debug("otel_toolcalls: cannot read agent_framework's observability setting", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.agent_framework._framework_traces", exc)
         return False
 
 

@@ -18,7 +18,6 @@ instrumentation).
 from __future__ import annotations
 
 import functools
-import logging
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Generator, Iterator
@@ -26,13 +25,12 @@ from typing import Any, cast
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.state import LIVE, Births, StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
-
-_log = logging.getLogger(__name__)
 
 _FUNCTION = "agno.tools.function"
 _MODEL = "agno.models.base"
@@ -71,8 +69,8 @@ def _refused(function_call: Any, refused: IncompleteToolCallError) -> Any:
 
         function_call.error = str(refused)
         return FunctionExecutionResult(status="failure", error=str(refused))
-    except Exception:
-        _log.debug("otel_toolcalls: could not report a refusal through agno", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.agno._refused", exc)
         raise refused from None
 
 
@@ -204,8 +202,8 @@ def _run_cancelled_event(wrapped: Any, instance: Any, args: Any, kwargs: Any) ->
     result = wrapped(*args, **kwargs)
     try:
         _runs.cancelled(getattr(instance, "run_id", None))
-    except Exception:
-        _log.debug("otel_toolcalls: could not end a cancelled agno run's streams", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.agno._run_cancelled_event", exc)
     return result
 
 

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 from collections.abc import Iterator
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Patches, Requires
-
-_log = logging.getLogger(__name__)
 
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
 REQUIRES = Requires(
@@ -54,8 +52,8 @@ def _wrapper(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwarg
     try:
         tool_use = args[2] if len(args) > 2 else kwargs["tool_use"]
         call_id, name = tool_use.id, tool_use.name
-    except Exception:
-        _log.debug("otel_toolcalls: unexpected tool runner call", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.anthropic_tools._wrapper", exc)
         return sdk_run
     return _traced_run(telemetry, sdk_run, call_id, name)
 

@@ -8,16 +8,14 @@ application's provider: the package makes the execution span.
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run
 from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
-
-_log = logging.getLogger(__name__)
 
 _METHOD = "_execute_single_native_tool_call"
 # Earlier releases have the executor in crewai.experimental, beside CrewAgentExecutor, whose
@@ -62,8 +60,8 @@ def _call_of(args: Any, kwargs: Any) -> tuple[str | None, str | None] | None:
         call_id, name, arguments = info
         if parse_tool_call_args(arguments, name, call_id)[1] is not None:
             return None
-    except Exception:
-        _log.debug("otel_toolcalls: could not read CrewAI's tool call", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.crewai._call_of", exc)
         return None, None
     return (call_id if isinstance(call_id, str) else None), (name if isinstance(name, str) else None)
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core.errors import warn_once
+from otel_toolcalls._core.errors import report, warn_once
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
@@ -110,8 +110,8 @@ def _defines_call() -> bool:
         from dspy.adapters.types.tool import Tool
 
         return "__call__" in vars(Tool)
-    except Exception:
-        _log.debug("otel_toolcalls: cannot read dspy.Tool", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.dspy._defines_call", exc)
         return False
 
 

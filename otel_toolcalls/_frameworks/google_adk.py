@@ -8,20 +8,18 @@ tracer records nothing, the package makes the execution span.
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run_async
 from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 
 from .own_spans import annotate_or_refuse
-
-_log = logging.getLogger(__name__)
 
 _FLOWS = "google.adk.flows.llm_flows"
 REQUIRES = Requires(
@@ -55,8 +53,8 @@ def _adk_span(tool: Any) -> Span | None:
         return span if named else None
     try:
         return None if scope() is None else span
-    except Exception:
-        _log.debug("otel_toolcalls: ADK's tool-execution scope not read", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.google_adk._adk_span", exc)
         return None
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
@@ -29,14 +28,13 @@ from typing import Any, NoReturn
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 
 from .own_spans import annotate_or_refuse
-
-_log = logging.getLogger(__name__)
 
 _TOOL = "haystack.tools.tool"
 _CALLING = "haystack.components.agents.tool_calling"
@@ -111,8 +109,8 @@ def _announcing(haystack_cm: Any, tool_call: Any) -> Iterator[Any]:
         call = None
         try:
             call = _call_of(tool_call, _otel_span(haystack_span))
-        except Exception:
-            _log.debug("otel_toolcalls: could not read a Haystack tool call", exc_info=True)
+        except Exception as exc:
+            report("_frameworks.haystack._announcing", exc)
         token = _current.set(call) if call is not None else None
         try:
             yield haystack_span
@@ -140,8 +138,8 @@ def _prepare_tool_call_params(wrapped: Any, instance: Any, args: Any, kwargs: An
                     call.arguments = param["final_args"]
                     calls.append(call)
             _prepared.set(tuple(calls))
-        except Exception:
-            _log.debug("otel_toolcalls: could not read ToolInvoker's prepared calls", exc_info=True)
+        except Exception as exc:
+            report("_frameworks.haystack._prepare_tool_call_params", exc)
     return prepared
 
 
@@ -164,8 +162,8 @@ def _refuse(tool: Any, refused: IncompleteToolCallError) -> NoReturn:
 
         name = getattr(tool, "name", None) or refused.tool_name or ""
         error = ToolInvocationError(str(refused), tool_name=name)
-    except Exception:
-        _log.debug("otel_toolcalls: could not report a refusal through Haystack", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.haystack._refuse", exc)
         raise refused from None
     raise error from refused
 

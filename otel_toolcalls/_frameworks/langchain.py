@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import logging
 import sys
 from contextvars import ContextVar
 from typing import Any
@@ -20,11 +19,10 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import peers
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
-
-_log = logging.getLogger(__name__)
 
 _MODULE = "langchain_core.tools.base"
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
@@ -65,7 +63,7 @@ def _official_span_comes() -> bool:
     try:
         return bool(module.LangChainInstrumentor().is_instrumented_by_opentelemetry)
     except Exception as exc:  # its API changed: the package makes its own span, as without it
-        _log.debug("otel_toolcalls: the official LangChain instrumentation not read: %r", exc)
+        report("_frameworks.langchain._official_span_comes", exc)
         return False
 
 
@@ -193,7 +191,7 @@ def instrument(telemetry: Telemetry) -> bool:
     try:
         _watch_model_runs()
     except Exception as exc:  # LangChain's hook API changed: OpenInference's span stays unknown
-        _log.debug("otel_toolcalls: LangChain model runs not watched: %r", exc)
+        report("_frameworks.langchain.instrument", exc)
     return bool(_patches)
 
 

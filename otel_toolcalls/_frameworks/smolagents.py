@@ -23,6 +23,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution, run
@@ -135,8 +136,8 @@ def _refusal(agent: Any, refused: IncompleteToolCallError) -> Exception:
         from smolagents.utils import AgentToolCallError
 
         return AgentToolCallError(str(refused), agent.logger)
-    except Exception:
-        _log.debug("otel_toolcalls: could not report a refusal through smolagents", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.smolagents._refusal", exc)
         return refused
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,14 +17,13 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from opentelemetry.trace import Span
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 
 from .own_spans import annotate_or_refuse
-
-_log = logging.getLogger(__name__)
 
 _MODULE = "strands.tools.executors._executor"
 # The span Strands opens for a call, then the run of the tool: one without the other is no use.
@@ -69,8 +67,8 @@ def _opens(tool_use: Any, wrapped: Any, instance: Any, args: Any, kwargs: Any) -
         # _start_tool_telemetry returns (span, ...); start_tool_call_span the span.
         span = opened[0] if isinstance(opened, tuple) else opened
         _OPENED.set((tool_use(args, kwargs).get("toolUseId"), span))
-    except Exception:
-        _log.debug("otel_toolcalls: could not read Strands' tool span", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.strands._opens", exc)
     return opened
 
 

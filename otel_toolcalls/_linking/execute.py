@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -21,13 +20,12 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.calls import error_type_of
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.registry import CallRecord, call_key
 from otel_toolcalls._core.telemetry import Telemetry, in_force
 
 from . import carried as _carried
 from . import spans as _spans
-
-_log = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,8 +86,8 @@ def _refusal(
     try:
         span.set_attribute(n.ERROR_TYPE, _REFUSED_ERROR_TYPE)
         span.set_status(Status(StatusCode.ERROR, "refused: the streamed tool call was aborted"))
-    except Exception:
-        _log.debug("otel_toolcalls: could not mark a refused execution", exc_info=True)
+    except Exception as exc:
+        report("_linking.execute.mark_refused", exc)
     return IncompleteToolCallError(call_id, name, record.reason)
 
 
@@ -120,8 +118,8 @@ def annotate_execution(
             span.add_link(link.context, link.attributes)
         if record is not None and record.reason:
             span.set_attribute(n.TOOLCALL_ABORT_REASON, record.reason)
-    except Exception:
-        _log.debug("otel_toolcalls: could not annotate an execution span", exc_info=True)
+    except Exception as exc:
+        report("_linking.execute.annotate_execution", exc)
     refusal = _refusal(span, record, call_id, record.name if record else None, _strict(telemetry, strict))
     if refusal is not None:
         raise refusal
@@ -189,9 +187,10 @@ class execute_tool:
                 attributes=attributes,
                 links=[link] if link is not None else None,
             )
-        except Exception:
-            # A span processor that raises in on_start must not keep the tool from running.
-            _log.debug("otel_toolcalls: could not start an execution span", exc_info=True)
+        except Exception as exc:
+            # A span processor that raises in on_start (the SDK does not catch it) must not keep
+            # the tool from running.
+            report("_linking.execute.start_span", exc)
             span = self._span = trace.INVALID_SPAN
         refusal = _refusal(span, record, self.call_id, name, _strict(telemetry, self.strict))
         if refusal is not None:
@@ -214,8 +213,8 @@ class execute_tool:
         if error_type is not None and self._span is not None:
             try:
                 self._record_failure(self._span, exc, error_type)
-            except Exception:
-                _log.debug("otel_toolcalls: could not record a failed execution", exc_info=True)
+            except Exception as failure:
+                report("_linking.execute.record_failure", failure)
         self._finish(error_type)
 
     def failed(self, error_type: str) -> None:
@@ -253,12 +252,12 @@ class execute_tool:
             self._telemetry.metrics.tool_executed(
                 self.name or "unknown", self._outcome, error_type, time.perf_counter() - self._start
             )
-        except Exception:
-            _log.debug("otel_toolcalls: could not record an execution's duration", exc_info=True)
+        except Exception as exc:
+            report("_linking.execute.record_duration", exc)
         try:
             span.end()
-        except Exception:
-            _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
+        except Exception as exc:  # a span processor raising in on_end: the SDK does not catch it
+            report("_linking.execute.end_span", exc)
 
     # -- decorator -------------------------------------------------------------------------------
 

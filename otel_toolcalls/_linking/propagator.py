@@ -9,8 +9,6 @@ adapter's execution) and only for a call this process saw; it extracts into the 
 
 from __future__ import annotations
 
-import logging
-
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -24,12 +22,11 @@ from opentelemetry.propagators.textmap import (
     default_setter,
 )
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import REGISTRY
 
 from . import carried, spans
 from .context import current_tool_call_id
-
-_log = logging.getLogger(__name__)
 
 
 def _candidates(context: Context | None) -> list[str]:
@@ -67,8 +64,8 @@ class ToolCallsPropagator(TextMapPropagator):
             value = header_for(context)
             if value is not None:
                 setter.set(carrier, carried.HEADER, value)
-        except Exception:
-            _log.debug("otel_toolcalls: could not inject the toolcall header", exc_info=True)
+        except Exception as exc:
+            report("_linking.propagator.inject", exc)
 
     def extract(
         self, carrier: CarrierT, context: Context | None = None, getter: Getter[CarrierT] = default_getter
@@ -79,8 +76,8 @@ class ToolCallsPropagator(TextMapPropagator):
             values = getter.get(carrier, carried.HEADER)
             # One value or none: a repeated header is no statement about one call.
             call = carried.decode(values[0]) if values and len(values) == 1 else None
-        except Exception:
-            _log.debug("otel_toolcalls: could not read a toolcall header", exc_info=True)
+        except Exception as exc:
+            report("_linking.propagator.extract", exc)
             return context
         return carried.carrying(call, context) if call is not None else context
 

@@ -12,6 +12,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.registry import call_key
 from otel_toolcalls._core.telemetry import Telemetry
 
@@ -74,8 +75,8 @@ class Execution:
         except IncompleteToolCallError:
             self._reset()
             raise
-        except Exception:
-            _log.debug("otel_toolcalls: could not start an execution span", exc_info=True)
+        except Exception as exc:
+            report("_linking.runner.Execution.__enter__", exc)
         return self
 
     def returned(self, result: Any, error_of: ErrorOf | None) -> Any:
@@ -84,8 +85,8 @@ class Execution:
         if error_of is not None:
             try:
                 self._error = error_of(result)
-            except Exception:
-                _log.debug("otel_toolcalls: could not read a tool's result", exc_info=True)
+            except Exception as exc:
+                report("_linking.runner.Execution.returned", exc)
         return result
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
@@ -97,8 +98,8 @@ class Execution:
                     scope.failed(error)  # an error result with no exception behind it
                     error = None
                 scope.__exit__(type(error) if error is not None else None, error, None)
-        except Exception:
-            _log.debug("otel_toolcalls: could not end an execution span", exc_info=True)
+        except Exception as failure:
+            report("_linking.runner.Execution.__exit__", failure)
         self._reset()
 
     def _same_call(self, span: Span) -> bool:

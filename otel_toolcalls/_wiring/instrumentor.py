@@ -12,6 +12,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from otel_toolcalls._config import resolve
 from otel_toolcalls._core import process
 from otel_toolcalls._core import telemetry as _telemetry
+from otel_toolcalls._core.errors import report
 
 from . import dependencies as _dependencies
 from . import imports as _imports
@@ -113,8 +114,8 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             _log.warning("otel_toolcalls: could not instrument %s", name, exc_info=True)
         try:
             _report_missing(name, adapter)
-        except Exception:
-            _log.debug("otel_toolcalls: could not check %s's targets", name, exc_info=True)
+        except Exception as exc:
+            report("_wiring.instrumentor._report_missing", exc)
 
     def _uninstrument(self, **kwargs: Any) -> None:
         self._generation += 1

@@ -14,6 +14,8 @@ from opentelemetry.instrumentation.utils import unwrap
 from packaging.version import InvalidVersion, Version
 from wrapt import wrap_function_wrapper
 
+from otel_toolcalls._core.errors import report
+
 _log = logging.getLogger(__name__)
 
 # (module, "Class.method" or "function")
@@ -130,8 +132,8 @@ class Patches:
                 for part in owner_path.split(".") if owner_path else ():
                     owner = getattr(owner, part)
                 unwrap(owner, method)
-            except Exception:
-                _log.debug("otel_toolcalls: could not unwrap %s.%s", module, attr, exc_info=True)
+            except Exception as exc:
+                report("_wiring.patches.Patches.unwrap_all", exc)
 
     def __bool__(self) -> bool:
         return bool(self._made)

@@ -13,6 +13,7 @@ from typing import Any
 
 import openai
 import pytest
+from internal_errors import RaisingProcessor
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otel_toolcalls._config import Settings
@@ -199,19 +200,6 @@ def test_close_while_a_span_is_being_started(telemetry, ledger, core):
 # -- 2. someone else's faulty span processor costs neither the registry nor the metrics ----------
 
 
-class Raising(SpanProcessor):
-    def __init__(self, where: str) -> None:
-        self.where = where
-
-    def on_start(self, span: Span, parent_context: Any = None) -> None:
-        if self.where == "on_start":
-            raise RuntimeError("a processor that fails in on_start")
-
-    def on_end(self, span: ReadableSpan) -> None:
-        if self.where == "on_end":
-            raise RuntimeError("a processor that fails in on_end")
-
-
 @pytest.fixture
 def openai_client(fake: Any) -> Any:
     return openai.OpenAI(base_url=fake.base_url + "/v1", api_key="test-key", max_retries=0)
@@ -224,7 +212,7 @@ def test_raising_span_processor_keeps_registry_metrics_and_strict(
     from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
     from otel_toolcalls.testing.openai_chat import PARALLEL, WEATHER, request, tool_call_script
 
-    telemetry.tracer_provider.add_span_processor(Raising(where))
+    telemetry.tracer_provider.add_span_processor(RaisingProcessor(where))
     instrument(strict=True)
     fake.enqueue(tool_call_script(PARALLEL), tool_call_script([WEATHER], cut_after=3))
     list(openai_client.chat.completions.create(**request()))

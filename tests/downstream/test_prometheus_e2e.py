@@ -30,12 +30,13 @@ from typing import Any
 import openai
 import pytest
 import yaml
+from internal_errors import RaisingProcessor
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry, start_http_server
 
-from otel_toolcalls import ToolCallsInstrumentor
+from otel_toolcalls import ToolCallsInstrumentor, execute_tool
 from otel_toolcalls._core.telemetry import REGISTRY
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing.openai_chat import ToolCall, events_for, request, script_for, tool_call_script
@@ -50,6 +51,7 @@ TOOL_ALERTS = {
     "ToolCallsStreamErrorsSpiking",
     "ToolCallsReplayedAbortedCalls",
     "ToolCallsBufferedStreamsRising",
+    "ToolCallsInternalErrors",
 }
 
 
@@ -145,6 +147,11 @@ def _call(app: App, kind: str, n: int) -> None:
         ]
         app.fake.enqueue(script_for(events_for([], text="Sunny.", finish_reason="stop")))
         list(client.chat.completions.create(**request(messages=messages)))
+    elif kind == "internal_error":
+        # A tool executed while a span processor raises in on_start for execution spans: the
+        # package's own failure (toolcall.internal_errors), never the tool's.
+        with execute_tool(call.id, name=call.name):
+            pass
     else:
         raise AssertionError(kind)
     app.counts[kind] = app.counts.get(kind, 0) + 1
@@ -156,6 +163,7 @@ def instrumented_app(mix: list[str], pause: float = 0.03) -> Iterator[App]:
     reader = PrometheusMetricReader(registry=registry)
     meter_provider = MeterProvider(metric_readers=[reader])
     tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(RaisingProcessor("on_start", prefix="execute_tool "))
     instrumentor = ToolCallsInstrumentor()
     REGISTRY.clear()
     instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
@@ -283,8 +291,8 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, app: App)
 # ------------------------------------------------------------------------------- scenarios
 
 # 3 of 6 calls aborted: 1 truncated, 1 stream error, 1 closed; plus one replayed aborted call
-# (itself a call cut by a stream error) per cycle.
-ABORT_HEAVY = ["completed", "truncated", "stream_error", "closed", "completed", "replay"]
+# (itself a call cut by a stream error) and one execution the package fails to trace per cycle.
+ABORT_HEAVY = ["completed", "truncated", "stream_error", "closed", "completed", "replay", "internal_error"]
 # 1 of 50 calls aborted, and not by a stream error or a token limit.
 HEALTHY = ["closed"] + ["completed"] * 49
 
@@ -302,7 +310,11 @@ def test_abort_heavy_traffic_fires_the_alerts_on_a_real_prometheus(tmp_path: Pat
             expected = TOOL_ALERTS - {"ToolCallsBufferedStreamsRising"}
             return all(seen.get(name, [""])[-1] == "firing" for name in expected)
 
-        wait_for(all_fire, 45, "the aborted, truncation, stream-error and replay alerts to fire", app)
+        wait_for(all_fire, 45, "the aborted, truncation, stream-error, replay and internal-error alerts", app)
+        sites = {
+            s["error_site"]
+            for s in prom.get("/api/v1/series", **{"match[]": "toolcall_internal_errors_total"})
+        }
         ratio = prom.value("toolcall:aborted:ratio_rate5m")
         # The names the rules read are the ones the package really exposes.
         names = set(prom.get("/api/v1/label/__name__/values"))
@@ -316,6 +328,7 @@ def test_abort_heavy_traffic_fires_the_alerts_on_a_real_prometheus(tmp_path: Pat
     assert {
         "toolcall_calls_total",
         "toolcall_replayed_aborted_total",
+        "toolcall_internal_errors_total",
         "gen_ai_client_inference_time_to_first_chunk_seconds_count",
         "toolcall_duration_seconds_bucket",
         "toolcall_arguments_size_bytes_bucket",
@@ -323,6 +336,7 @@ def test_abort_heavy_traffic_fires_the_alerts_on_a_real_prometheus(tmp_path: Pat
     } <= names
     assert {"toolcall_outcome", "toolcall_abort_reason", "error_type", "gen_ai_provider_name"} <= labels
     assert app.counts.get("replay", 0) >= 1 and app.counts.get("stream_error", 0) >= 1
+    assert sites == {"_linking.execute.start_span"}  # the execution's failure, and nothing else failed
     assert elapsed < 60, elapsed
 
 

@@ -96,7 +96,10 @@ def test_every_alert_has_fire_before_window_below_threshold_and_guard_cases(test
                 first = min(firing)
                 silent_before_window |= any(first - duration(rule["for"]) <= t < first for t in silent)
             elif silent:
-                silent_below |= "below threshold" in case["name"] or "no replay" in case["name"]
+                # The "any one" alerts (replays, internal errors): their threshold is "nothing new".
+                silent_below |= any(
+                    words in case["name"] for words in ("below threshold", "no replay", "no new error")
+                )
                 silent_guard |= "traffic guard" in case["name"]
         assert fires_after_window, f"{test_file.name}: {name} never fires"
         assert silent_before_window, f"{test_file.name}: {name} not checked silent before its for: window"
@@ -137,3 +140,44 @@ def test_a_broken_rule_file_fails_the_unit_tests(test_file: Path, kind: str, tmp
     assert run("check", "rules", tmp_path / "rules" / rule_file.name).returncode == 0
     result = run("test", "rules", test_file.name, cwd=tmp_path)
     assert result.returncode != 0, f"the unit tests pass with {kind!r}:\n{result.stdout}"
+
+
+# The internal-errors alert reads the package's counter under its exported name, and catches the
+# first failure of a process (a series that appears with value 1 has no increase() yet).
+_FIRST_FAILURE = (
+    "\n            or\n              "
+    "(toolcall_internal_errors_total unless toolcall_internal_errors_total offset 15m)"
+)
+_ANY_INCREASE = "(increase(toolcall_internal_errors_total[15m]) > 0)"
+INTERNAL_ERRORS_MUTATIONS = {
+    # The OpenTelemetry name, not the one the exporters write.
+    "metric name unexported": (
+        _ANY_INCREASE + _FIRST_FAILURE,
+        (_ANY_INCREASE + _FIRST_FAILURE).replace("errors_total", "errors"),
+    ),
+    "first failure unseen": (_FIRST_FAILURE, ""),
+    "site label dropped": ("sum by (error_site, error_type)", "sum by (error_type)"),
+}
+
+
+def test_the_internal_errors_alert_is_on_the_packages_own_rules() -> None:
+    rule = alerts(PROM / "rules" / "toolcalls.rules.yaml")["ToolCallsInternalErrors"]
+    assert "toolcall_internal_errors_total" in rule["expr"] and rule["for"] == "1m"
+    assert rule["labels"] == {"severity": "warning", "source": "toolcall_metrics"}
+
+
+@pytest.mark.parametrize("kind", sorted(INTERNAL_ERRORS_MUTATIONS))
+def test_a_broken_internal_errors_rule_fails_the_unit_tests(kind: str, tmp_path: Path) -> None:
+    rule_file = PROM / "rules" / "toolcalls.rules.yaml"
+    test_file = PROM / "tests" / "toolcalls.test.yaml"
+    old, new = INTERNAL_ERRORS_MUTATIONS[kind]
+    original = rule_file.read_text()
+    assert original.count(old) == 1, f"mutation {kind!r} does not apply"
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / rule_file.name).write_text(original.replace(old, new))
+    spec = yaml.safe_load(test_file.read_text())
+    spec["rule_files"] = [f"rules/{rule_file.name}"]
+    (tmp_path / test_file.name).write_text(yaml.safe_dump(spec, sort_keys=False))
+    result = run("test", "rules", test_file.name, cwd=tmp_path)
+    assert result.returncode != 0, f"the unit tests pass with {kind!r}:\n{result.stdout}"
+    assert "ToolCallsInternalErrors" in result.stdout + result.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from internal_errors import RaisingProcessor, internal_errors
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
@@ -144,3 +145,44 @@ def test_uninstrumented_makes_no_span(instrument: Any, telemetry: Any, fake: Any
     _agent(fake).invoke({"messages": [("user", "weather?")]})
     assert ran == ["Zürich, Schweiz"]
     assert telemetry.spans() == []
+
+
+class ToolBug(Exception):
+    """The tool's own failure: the application's, never the package's."""
+
+
+BUG = ToolBug("the tool's own failure")
+
+
+@tool("get_weather")
+def failing_weather(location: str, days: int = 1) -> str:
+    """Weather for a place."""
+    ran.append(location)
+    raise BUG
+
+
+@pytest.mark.parametrize("ends", ["returns", "raises"])
+@pytest.mark.parametrize("run", ["sync", "async"])
+@pytest.mark.parametrize("where", ["on_start", "on_end"])
+async def test_a_raising_span_processor_is_counted_once_and_the_tool_runs_once(
+    instrument: Any, telemetry: Any, fake: Any, where: str, run: str, ends: str
+) -> None:
+    # The runner (_linking/runner.py) meets the raise through execute_tool; tool_call spans are
+    # left alone (their failures are the stream side's).
+    telemetry.tracer_provider.add_span_processor(RaisingProcessor(where, prefix="execute_tool "))
+    fake.enqueue(tool_call_script([WEATHER]), _answer())
+    # With error handling off the tool's exception reaches the application on every version.
+    tools = ToolNode([failing_weather if ends == "raises" else get_weather], handle_tool_errors=False)
+    agent, question = _agent(fake, tools), {"messages": [("user", "weather in Zürich?")]}
+    try:
+        result = agent.invoke(question) if run == "sync" else await agent.ainvoke(question)
+    except ToolBug as exc:
+        assert ends == "raises" and exc is BUG
+    else:
+        assert ends == "returns"
+        assert result["messages"][-2].content == "sunny in Zürich, Schweiz"  # the tool's own result
+        assert result["messages"][-1].content == "It is sunny."
+    assert ran == ["Zürich, Schweiz"]
+    site = {"on_start": "_linking.execute.start_span", "on_end": "_linking.execute.end_span"}[where]
+    assert internal_errors(telemetry) == {(site, "RuntimeError"): 1}
+    assert telemetry.calls_by_outcome() == {("completed", None): 1}

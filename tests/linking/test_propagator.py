@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from internal_errors import internal_errors
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from opentelemetry.propagators.composite import CompositePropagator
@@ -245,7 +246,7 @@ def test_repeated_or_non_text_values_are_ignored(carrier):
     assert PROPAGATOR.extract(carrier) == otel_context.get_current()
 
 
-def test_a_getter_that_raises_is_survived():
+def test_a_getter_that_raises_is_survived_and_counted(telemetry, instrument):
     class Broken:
         def get(self, carrier: Any, key: str) -> Any:
             raise RuntimeError("a carrier the package does not know")
@@ -254,6 +255,20 @@ def test_a_getter_that_raises_is_survived():
             return []
 
     assert PROPAGATOR.extract({}, getter=Broken()) == otel_context.get_current()
+    assert internal_errors(telemetry) == {("_linking.propagator.extract", "RuntimeError"): 1}
+
+
+def test_a_setter_that_raises_is_survived_and_counted(telemetry, instrument):
+    class Broken:
+        def set(self, carrier: Any, key: str, value: str) -> None:
+            raise RuntimeError("a carrier the package does not know")
+
+    stream_call("call_s", reason=None)
+    carrier: dict[str, str] = {}
+    with tool_call_context("call_s"):
+        PROPAGATOR.inject(carrier, setter=Broken())
+    assert carrier == {}
+    assert internal_errors(telemetry) == {("_linking.propagator.inject", "RuntimeError"): 1}
 
 
 def test_the_valid_form_round_trips():

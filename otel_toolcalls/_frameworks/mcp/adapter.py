@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.context import current_tool_call_id
 from otel_toolcalls._linking.runner import Execution, execution_in_progress, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires, resolve
 
 from . import meta as _mcp_meta
-
-_log = logging.getLogger(__name__)
 
 _CLIENT = ("mcp.client.session", "ClientSession.call_tool")
 # mcp 2.x: the runner looks up each request's handler here, inside the SDK's own span.
@@ -93,8 +91,8 @@ def _get_request_handler(telemetry: Telemetry, wrapped: Any, instance: Any, args
         return entry
     try:
         return dataclasses.replace(entry, handler=functools.partial(_tools_call_2, telemetry, entry.handler))
-    except Exception:
-        _log.debug("otel_toolcalls: could not wrap an MCP tools/call handler", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.mcp.adapter._get_request_handler", exc)
         return entry
 
 

@@ -8,7 +8,6 @@ only string values of the fields the propagator reads are handed to it, and noth
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -16,12 +15,11 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.carried import carried
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import ErrorOf, Execution
-
-_log = logging.getLogger(__name__)
 
 Refused = Callable[[IncompleteToolCallError], Awaitable[Any]]
 
@@ -32,8 +30,8 @@ def with_propagated(kwargs: dict[str, Any]) -> dict[str, Any]:
     carrier: dict[str, str] = {}
     try:
         propagate.inject(carrier)
-    except Exception:
-        _log.debug("otel_toolcalls: could not inject into an MCP request's _meta", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.mcp.meta.with_propagated", exc)
         return kwargs
     given = kwargs.get("meta")
     if not carrier or (given is not None and not isinstance(given, Mapping)):
@@ -66,8 +64,8 @@ def extracted(meta: object) -> Context:
         if not carrier:
             return current
         context = propagate.extract(carrier, context=current)
-    except Exception:
-        _log.debug("otel_toolcalls: could not read an MCP request's _meta", exc_info=True)
+    except Exception as exc:
+        report("_frameworks.mcp.meta.extracted", exc)
         return current
     span = trace.get_current_span(current)
     if span.get_span_context().is_valid:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -18,8 +17,6 @@ from otel_toolcalls._wiring.patches import Patches, Requires
 from . import afc
 from .chunks import translate_chunk
 from .streams import async_session, hand_back_stream, sync_session
-
-_log = logging.getLogger(__name__)
 
 GEMINI = "gcp.gemini"
 VERTEX_AI = "gcp.vertex_ai"
@@ -89,8 +86,8 @@ def _sync_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) ->
         return stream
     try:
         return hand_back_stream(stream, sync_session())
-    except Exception:
-        _log.debug("otel_toolcalls: could not wrap a google-genai stream", exc_info=True)
+    except Exception as exc:
+        report("_providers.gemini.adapter._sync_stream_wrapper", exc)
         return stream
 
 
@@ -100,8 +97,8 @@ async def _async_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: 
         return stream
     try:
         return hand_back_stream(stream, async_session())
-    except Exception:
-        _log.debug("otel_toolcalls: could not wrap a google-genai stream", exc_info=True)
+    except Exception as exc:
+        report("_providers.gemini.adapter._async_stream_wrapper", exc)
         return stream
 
 

@@ -8,13 +8,11 @@ order; ``invoke_function_from_dict_args`` (or ``..._async``) runs one of them in
 from __future__ import annotations
 
 import contextvars
-import logging
 from collections import deque
 from typing import Any
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._linking.execute import execute_tool
-
-_log = logging.getLogger(__name__)
 
 # (call id, tool name, the function the SDK will invoke for it), in the SDK's order.
 _Queue = deque[tuple[str | None, str, Any]]
@@ -81,8 +79,8 @@ def _call_of(args: Any, kwargs: Any) -> tuple[str | None, str | None]:
     function = kwargs.get("function_to_invoke", args[1] if len(args) > 1 else None)
     try:
         call_id, name = _next_call(function)
-    except Exception:
-        _log.debug("otel_toolcalls: could not match a Gemini tool execution to its call", exc_info=True)
+    except Exception as exc:
+        report("_providers.gemini.afc._call_of", exc)
         call_id = name = None
     return call_id, name or getattr(function, "__name__", None)
 
@@ -92,8 +90,8 @@ def _begin(args: Any, kwargs: Any, *, needs_args: bool) -> contextvars.Token[_Qu
         response = kwargs.get("response", args[0] if args else None)
         function_map = kwargs.get("function_map", args[1] if len(args) > 1 else None) or {}
         return _PENDING.set(_queue(response, function_map, needs_args=needs_args))
-    except Exception:
-        _log.debug("otel_toolcalls: could not read a Gemini response's function calls", exc_info=True)
+    except Exception as exc:
+        report("_providers.gemini.afc._begin", exc)
         return None
 
 
