@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from console_spans import console_spans
+from google import genai
+from google.genai import types
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from outcomes import assert_outcome
@@ -36,9 +38,6 @@ from otel_toolcalls.testing.gemini_live import (
     turn_complete,
     usage,
 )
-
-genai = pytest.importorskip("google.genai")
-from google.genai import types  # noqa: E402
 
 LOOKUP = FunctionCall("lookup", {"q": "straße", "n": 12345}, "fc_lookup_2")
 ROOT = Path(__file__).resolve().parents[2]
