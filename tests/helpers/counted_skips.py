@@ -70,7 +70,7 @@ def _reason(report: pytest.CollectReport | pytest.TestReport) -> str:
     return str(longrepr)
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity, as pluggy holds its plugins
 class Ledger:
     """The session's skips, each with the entry that allows it (None: not listed)."""
 

@@ -67,6 +67,8 @@ def _run(pytester: pytest.Pytester, **files: str) -> pytest.RunResult:
 def test_an_unlisted_skip_fails_the_session(
     pytester: pytest.Pytester, under_make_test: pytest.MonkeyPatch
 ) -> None:
+    # A conftest the planted module is outside of: pytest then calls a subset of the plugins' hooks.
+    pytester.mkpydir("sub").joinpath("conftest.py").write_text("")
     result = _run(pytester, test_planted=PLANTED)
     result.assert_outcomes(passed=1, skipped=1, xfailed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
