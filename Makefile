@@ -84,7 +84,7 @@ unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
 # (tests/helpers/sim_clock.py), and serially it kept 0.7 of a core busy. The SDK suites then run
 # alone: their own timing tests are the SDKs'. The wrapt 1.x tests are a version lane.
 # Everything it runs fails on a missing piece instead of skipping (tests/helpers/markers.py) and on
-# a skip tests/skips.toml does not list (tests/helpers/skips.py).
+# a skip tests/skips.toml does not list (tests/helpers/counted_skips.py).
 test: export OTEL_TOOLCALLS_REQUIRE_ALL := 1
 test: test-setup
 	$(MAKE) --no-print-directory -j2 -O unit lanes

@@ -4,8 +4,8 @@ reason, and the session fails on a skip tests/skips.toml does not list for this 
 
 The lane comes from OTEL_TOOLCALLS_LANE: `main` for the main suite (also when unset), the venv's
 directory name for a framework venv (the Makefile's `frameworks`), the lane's name for a version
-lane (tests/versions/run.py). In tests/skips.toml ``lane`` (one or a list) and ``test`` (a node
-id) match whole, ``*`` matching anything and nothing else special (node ids hold ``[``). A
+lane (tests/versions/run.py). In tests/skips.toml ``lane`` and ``test`` (a node id), each one or a
+list, match whole, ``*`` matching anything and nothing else special (node ids hold ``[``). A
 collection skip (a module's ``pytest.skip(allow_module_level=True)``, ``importorskip``, or a
 conftest's skip) has the module's path as its node id. An xfail is not a skip here.
 """
@@ -32,7 +32,7 @@ LINE = re.compile(r"^(=+ counted skips|listed |UNLISTED |counted skips: )")
 @dataclass(frozen=True)
 class Allowed:
     lanes: tuple[str, ...]
-    test: str
+    tests: tuple[str, ...]
     reason: str
     # "observed": seen in a run of the lane; "code": read from the skip's condition, not yet seen.
     basis: str
@@ -41,7 +41,7 @@ class Allowed:
         return any(_glob(pattern).fullmatch(lane) for pattern in self.lanes)
 
     def matches(self, lane: str, nodeid: str) -> bool:
-        return self.applies_to(lane) and _glob(self.test).fullmatch(nodeid) is not None
+        return self.applies_to(lane) and any(_glob(test).fullmatch(nodeid) for test in self.tests)
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
@@ -55,8 +55,8 @@ def load(path: Path | None = None) -> list[Allowed]:
     for raw in tomllib.loads(path.read_text(encoding="utf-8")).get("skip", []):
         if set(raw) != {"lane", "test", "reason", "basis"}:
             raise ValueError(f"{path.name}: an entry needs exactly lane, test, reason, basis: {raw}")
-        lanes = raw["lane"] if isinstance(raw["lane"], list) else [raw["lane"]]
-        entry = Allowed(tuple(map(str, lanes)), str(raw["test"]), str(raw["reason"]), str(raw["basis"]))
+        lanes, tests = ([raw[key]] if isinstance(raw[key], str) else raw[key] for key in ("lane", "test"))
+        entry = Allowed(tuple(map(str, lanes)), tuple(map(str, tests)), str(raw["reason"]), str(raw["basis"]))
         if not entry.reason.strip() or entry.basis not in BASES:
             raise ValueError(f"{path.name}: an entry needs a reason and a basis in {BASES}: {raw}")
         entries.append(entry)
@@ -106,7 +106,9 @@ class Ledger:
         used = {allowed for _, _, allowed in self.skips}
         for entry in self.entries:
             if entry.applies_to(self.lane) and entry not in used:
-                terminalreporter.line(f"counted skips: no skip matched {entry.test} ({entry.basis})")
+                terminalreporter.line(
+                    f"counted skips: no skip matched {' '.join(entry.tests)} ({entry.basis})"
+                )
         if unlisted:
             terminalreporter.line(f"UNLISTED skips fail the session: list each in {ALLOW_LIST}, with why")
 
