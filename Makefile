@@ -78,7 +78,7 @@ typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy otel_toolcalls
 
 unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
-	OTEL_TOOLCALLS_LANE=main $(PY) -m pytest -q -p no:cacheprovider -rs
+	OTEL_TOOLCALLS_LANE=main $(PY) -m pytest -q -p no:cacheprovider -rfEs
 
 # The main suite runs beside the lanes: its clock-sensitive tests read a simulated clock
 # (tests/helpers/sim_clock.py), and serially it kept 0.7 of a core busy. The SDK suites then run
@@ -108,7 +108,7 @@ CREWAI_VENV := .venv-crewai
 CLAUDE_VENV := .venv-claude-agent
 FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
   $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid $(CLAUDE_VENV) $(CLAUDE_VENV)-floor
-FW_PYTEST := -m pytest -q -p no:cacheprovider -rs -W ignore::DeprecationWarning tests/frameworks \
+FW_PYTEST := -m pytest -q -p no:cacheprovider -rfEs -W ignore::DeprecationWarning tests/frameworks \
   tests/wiring/test_import_order.py tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
 
 # uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. $(1): the venv, $(2): its

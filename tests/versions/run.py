@@ -391,7 +391,7 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
         env["OTEL_TOOLCALLS_PEER"] = lane.peer
     # Which entries of tests/skips.toml apply (tests/helpers/counted_skips.py).
     env["OTEL_TOOLCALLS_LANE"] = lane.name
-    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", *tests]
+    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs", *tests]
     ok = _run(cmd, log, env) == 0
     lines = log.read_text().strip().splitlines()
     # The lane's skips, each with its verdict, shown with the lane's line rather than only in its log.
