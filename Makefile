@@ -58,14 +58,14 @@ promtool:
 	@command -v promtool >/dev/null 2>&1 || { \
 	  echo "installing Debian's prometheus package for promtool"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
-	  || echo "could not install prometheus; the promtool tests will fail"; }
+	  || { echo "could not install Debian's prometheus: make test needs it" >&2; exit 1; }; }
 
 # The Celery tests' broker (tests/linking/test_remote_celery.py starts one on a free 127.0.0.1 port).
 redis-server:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "installing Debian's redis-server package for the Celery tests"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null) \
-	  || echo "could not install redis-server; the Celery tests will fail"; }
+	  || { echo "could not install Debian's redis-server: make test needs it" >&2; exit 1; }; }
 
 demo: $(VENV)/.stamp-demo
 	$(PY) examples/demo.py
@@ -87,7 +87,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "installing Debian's chromium package"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	  || echo "could not install chromium; the viewer test will fail"; }
+	  || { echo "could not install Debian's chromium: make test needs it" >&2; exit 1; }; }
 
 view: $(VENV)/.stamp-demo $(VIEWER_VENV)/.stamp
 	VIEWER_PORT=$(VIEWER_PORT) $(PY) examples/viewer/view.py up
@@ -106,11 +106,14 @@ typecheck: $(VENV)/.stamp-test
 	$(VENV)/bin/mypy otel_toolcalls
 
 unit: $(VENV)/.stamp-test promtool redis-server $(VIEWER_VENV)/.stamp chromium
-	$(PY) -m pytest -q -p no:cacheprovider
+	OTEL_TOOLCALLS_LANE=main $(PY) -m pytest -q -p no:cacheprovider -rfEs
 
 # The main suite runs beside the lanes: its clock-sensitive tests read a simulated clock
 # (tests/helpers/sim_clock.py), and serially it kept 0.7 of a core busy. The SDK suites then run
 # alone: their own timing tests are the SDKs'. The wrapt 1.x tests are a version lane.
+# Everything it runs fails on a missing piece instead of skipping (tests/helpers/markers.py) and on
+# a skip tests/skips.toml does not list (tests/helpers/counted_skips.py).
+test: export OTEL_TOOLCALLS_REQUIRE_ALL := 1
 test: test-setup
 	$(MAKE) --no-print-directory -j2 -O unit lanes
 	$(MAKE) --no-print-directory sdk-suites
@@ -135,7 +138,7 @@ FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CRE
   $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid $(CLAUDE_VENV) $(CLAUDE_VENV)-floor
 FW_TESTS := -W ignore::DeprecationWarning tests/frameworks tests/wiring/test_import_order.py \
   tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
-FW_PYTEST := -m pytest -q -p no:cacheprovider $(FW_TESTS)
+FW_PYTEST := -m pytest -q -p no:cacheprovider -rfEs $(FW_TESTS)
 
 # uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. Each from its lock
 # (tests/locks/venv-<name>.txt, written from tests/frameworks/requirements*.txt). $(1): the venv.
@@ -148,16 +151,16 @@ endef
 $(foreach venv,$(FW_LANES),$(eval $(call FW_VENV_RULE,$(venv))))
 
 frameworks: $(addsuffix /.stamp,$(FW_LANES))
-	$(FW_VENV)/bin/python $(FW_PYTEST)
-	$(FW_VENV)-previous/bin/python $(FW_PYTEST)
-	$(FW_VENV)-floor/bin/python $(FW_PYTEST)
-	$(CREWAI_VENV)/bin/python $(FW_PYTEST)
-	$(CREWAI_VENV)-previous/bin/python $(FW_PYTEST)
-	$(CREWAI_VENV)-floor/bin/python $(FW_PYTEST)
-	$(FW_VENV)-mid/bin/python $(FW_PYTEST)
-	$(CREWAI_VENV)-mid/bin/python $(FW_PYTEST)
-	$(CLAUDE_VENV)/bin/python $(FW_PYTEST)
-	$(CLAUDE_VENV)-floor/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(FW_VENV) $(FW_VENV)/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(FW_VENV)-previous $(FW_VENV)-previous/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(FW_VENV)-floor $(FW_VENV)-floor/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(CREWAI_VENV) $(CREWAI_VENV)/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(CREWAI_VENV)-previous $(CREWAI_VENV)-previous/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(CREWAI_VENV)-floor $(CREWAI_VENV)-floor/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(FW_VENV)-mid $(FW_VENV)-mid/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(CREWAI_VENV)-mid $(CREWAI_VENV)-mid/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(CLAUDE_VENV) $(CLAUDE_VENV)/bin/python $(FW_PYTEST)
+	OTEL_TOOLCALLS_LANE=$(CLAUDE_VENV)-floor $(CLAUDE_VENV)-floor/bin/python $(FW_PYTEST)
 
 # wrapt 1.x and 2.x are both supported: the adapters' tests run again on the newest wrapt 1.x, in a
 # venv of its own (the version lane "wrapt-1"), so they run beside the rest.
@@ -217,7 +220,7 @@ alertmanager:
 	@command -v prometheus-alertmanager >/dev/null 2>&1 || { \
 	  echo "installing Debian's prometheus-alertmanager package"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus-alertmanager >/dev/null) \
-	  || echo "could not install prometheus-alertmanager; the pipeline test will fail"; }
+	  || { echo "could not install Debian's prometheus-alertmanager: make test needs it" >&2; exit 1; }; }
 
 # The main suite holds the configs' validate test and the pipeline test: they need the binaries.
 unit: pipeline-bins alertmanager

@@ -49,8 +49,8 @@ _LANE_SDK_OF = {"providers/test_bedrock_async.py": "aiobotocore"}
 _WHICH_GUARD = pytest.StashKey[markers.WhichGuard]()
 
 # The package's pytest plugin is opt-in (no pytest11 entry point): its own tests load it as a user's
-# conftest.py would.
-pytest_plugins = ["otel_toolcalls.testing.pytest_plugin"]
+# conftest.py would. counted_skips (tests/helpers) checks every skip under `make test`.
+pytest_plugins = ["otel_toolcalls.testing.pytest_plugin", "counted_skips"]
 
 collect_ignore = [
     path for path, module in {**_FRAMEWORK_OF, **_LANE_SDK_OF}.items() if not _installed(module)

@@ -177,14 +177,15 @@ DRIVERS: dict[str, Driver] = {
 
 
 # What each driver needs (the version lanes install one SDK each; Responses exists from openai 1.66).
+# The SDK, not the submodule its driver imports: a release that moves that one fails, never skips.
 NEEDS = {
     "openai_chat": "openai",
     "groq": "groq",
-    "mistral": "mistralai.client",
+    "mistral": "mistralai",
     "openai_responses": "openai.types.responses",
     "anthropic": "anthropic",
     "bedrock_converse": "boto3",
-    "cohere": "cohere.v2.client",
+    "cohere": "cohere",
 }
 
 

@@ -251,7 +251,8 @@ def _anthropic_turn(kept: bool) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("kept", [True, False])
 def test_anthropic_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) -> None:
-    anthropic = pytest.importorskip("anthropic")
+    import anthropic
+
     from otel_toolcalls.testing.anthropic import WEATHER as TOOL_USE
     from otel_toolcalls.testing.anthropic import Text, tool_use_script
 
@@ -293,7 +294,6 @@ def _bedrock_turn(kept: bool) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("kept", [True, False])
 def test_bedrock_loop(instrument: Any, telemetry: Any, fake: Any, kept: bool) -> None:
-    pytest.importorskip("boto3")
     from otel_toolcalls.testing.bedrock import MODEL, Text, client, tool_use_script
     from otel_toolcalls.testing.bedrock import WEATHER as TOOL_USE
 

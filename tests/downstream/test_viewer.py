@@ -22,6 +22,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import markers
 import pytest
 
 from examples.viewer import control
@@ -44,9 +45,7 @@ LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "0000000000000000000
 
 def _required(ok: bool, what: str) -> None:
     if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(f"{what} is missing in CI: the Makefile's unit target installs it")
-        pytest.skip(f"{what} is missing (make .venv-viewer/.stamp chromium); CI fails instead of skipping")
+        markers.missing(what, "make .venv-viewer/.stamp chromium")
 
 
 def free_port() -> int:

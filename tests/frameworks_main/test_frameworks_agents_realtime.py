@@ -8,13 +8,9 @@ import json
 from typing import Any
 
 import pytest
-from examples_run import run_example
-
-pytest.importorskip("agents.realtime")
-pytest.importorskip("websockets")
-
 from agents.realtime import RealtimeAgent, RealtimeRunner
 from agents_tool import WEATHER_TOOL, ran, reset
+from examples_run import run_example
 from websockets.exceptions import ConnectionClosedError
 
 from otel_toolcalls import IncompleteToolCallError

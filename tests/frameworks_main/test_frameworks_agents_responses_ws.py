@@ -7,10 +7,6 @@ import asyncio
 from typing import Any
 
 import pytest
-
-pytest.importorskip("websockets")
-pytest.importorskip("agents.models.openai_responses")
-
 from agents import Agent, Runner
 from agents.exceptions import ModelBehaviorError, UserError
 from agents.models import openai_responses as responses

@@ -9,9 +9,6 @@ from internal_errors import RaisingProcessor, internal_errors
 
 pytestmark = pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 
-pytest.importorskip("langchain_openai")
-pytest.importorskip("langgraph.prebuilt")
-
 from langchain_core.tools import tool  # noqa: E402
 from langchain_openai import ChatOpenAI  # noqa: E402
 from langgraph.prebuilt import ToolNode, create_react_agent  # noqa: E402

@@ -9,8 +9,6 @@ import httpx
 import openai
 import pytest
 
-pytest.importorskip("mcp")
-
 try:  # mcp 2.x: a client for a server object, in memory
     from mcp.client.client import Client
     from mcp.server.mcpserver import MCPServer

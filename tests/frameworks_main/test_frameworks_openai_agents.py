@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-pytest.importorskip("agents")
-
 from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool, set_tracing_disabled
 from agents.exceptions import UserError
 from openai import AsyncOpenAI

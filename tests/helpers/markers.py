@@ -6,18 +6,37 @@ prometheus-alertmanager, redis-server, chromium; the viewer venv; the Go-built b
 Markers only select (`make check` runs `-m "not e2e"`); nothing is skipped because of them.
 tests/conftest.py applies them at collection; `guard_which` fails a test that is not marked e2e
 yet looks up one of the programs, and tests/repo/test_markers.py fails on a test file that names one.
+
+`missing` is the one place a test decides between skip and fail on a missing piece: `make test`
+(which installs them all) sets REQUIRE_ALL and fails; `make check` and a bare pytest skip.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 TESTS = Path(__file__).resolve().parents[1]
+
+# Set by the Makefile's `test` target for everything it runs (the main suite, the lanes).
+REQUIRE_ALL = "OTEL_TOOLCALLS_REQUIRE_ALL"
+
+
+def required() -> bool:
+    return os.environ.get(REQUIRE_ALL, "") not in ("", "0")
+
+
+def missing(what: str, how: str) -> NoReturn:
+    """Fail under `make test`, skip elsewhere: ``what`` is missing, ``how`` installs it."""
+    if required():
+        pytest.fail(f"{what} is missing and `make test` requires it ({REQUIRE_ALL} is set): {how}")
+    pytest.skip(f"{what} is missing ({how}); `make test` fails instead of skipping")
+
 
 # Paths relative to tests/.
 E2E_FILES = {

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+# mcp and uvicorn serve in another process; imported here too, a missing one fails at collection.
+import mcp  # noqa: F401
 import pytest
-
-pytest.importorskip("mcp")
-pytest.importorskip("uvicorn")
+import uvicorn  # noqa: F401
 
 from otel_toolcalls.testing.openai_chat import WEATHER, tool_call_script
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-pytest.importorskip("cohere.v2.client")
-
 import cohere
+import pytest
 
 from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import FakeProvider

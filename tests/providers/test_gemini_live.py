@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import yaml
 from console_spans import console_spans
+from google import genai
+from google.genai import types
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -44,9 +46,6 @@ from otel_toolcalls.testing.gemini_live import (
     turn_complete,
     usage,
 )
-
-genai = pytest.importorskip("google.genai")
-from google.genai import types  # noqa: E402
 
 LOOKUP = FunctionCall("lookup", {"q": "straße", "n": 12345}, "fc_lookup_2")
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,12 +13,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import gc
 from typing import Any
 
+import litellm
 import pytest
 
-litellm = pytest.importorskip("litellm")
-
-from otel_toolcalls.testing import FakeProvider  # noqa: E402
-from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, tool_call_script  # noqa: E402
+from otel_toolcalls.testing import FakeProvider
+from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall, tool_call_script
 
 MESSAGES = [{"role": "user", "content": "Weather in Zürich, and the time?"}]
 CLOCK = ToolCall(name="get_time", id="call_time_2", arguments='{"tz": "Europe/Zurich", "offset": -120}')

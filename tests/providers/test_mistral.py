@@ -6,9 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-
-pytest.importorskip("mistralai.client")
-
 from mistralai.client import Mistral
 
 from otel_toolcalls._core.calls import error_type_of

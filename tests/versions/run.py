@@ -38,6 +38,9 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # uv (the test extra installs it next to this interpreter) builds a venv in seconds; pip otherwise.
 UV = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
+# counted_skips.LINE (tests/helpers is not on this script's path): the lines to show from a lane's log.
+SKIP_LINE = re.compile(r"^(=+ counted skips|listed |UNLISTED |counted skips: )")
+
 # What every lane's tests need besides the SDK (newest: the lane is about the SDK, not these).
 TEST_TOOLS = ["opentelemetry-sdk", "pytest", "pytest-asyncio", "hypothesis"]
 
@@ -394,10 +397,15 @@ def run_lane(lane: Lane, floors: dict[str, str]) -> tuple[Lane, bool, str, float
         env["OTEL_TOOLCALLS_MATRIX"] = ",".join(lane.matrix)
     if lane.peer:
         env["OTEL_TOOLCALLS_PEER"] = lane.peer
-    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests]
+    # Which entries of tests/skips.toml apply (tests/helpers/counted_skips.py).
+    env["OTEL_TOOLCALLS_LANE"] = lane.name
+    cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfEs", *tests]
     ok = _run(cmd, log, env) == 0
-    tail = log.read_text().strip().splitlines()[-1:] or [""]
-    return lane, ok, f"cpu {CPU.get(log, 0.0):5.1f}s  {versions}: {tail[0]}", time.monotonic() - start
+    lines = log.read_text().strip().splitlines()
+    # The lane's skips, each with its verdict, shown with the lane's line rather than only in its log.
+    skips = "".join(f"\n    {line}" for line in lines if SKIP_LINE.match(line))
+    tail = lines[-1:] or [""]
+    return lane, ok, f"cpu {CPU.get(log, 0.0):5.1f}s  {versions}: {tail[0]}{skips}", time.monotonic() - start
 
 
 def main(argv: Sequence[str]) -> int:
