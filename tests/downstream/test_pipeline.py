@@ -3,7 +3,7 @@ two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trac
 gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (Badger storage), Prometheus
 scraping the gateways with the repo's rules, Alertmanager paging a webhook here.
 
-Read back from Jaeger's /api/v3/traces (OTLP JSON, links with their attributes): every trace with
+Read back from Jaeger's /api/v3/traces (OTLP JSON, links to their targets): every trace with
 an aborted call, whole and from one gateway; outcomes and reasons as the app saw them; each
 execute_tool linked only to its completed call. From Prometheus: span metrics and the package's
 toolcall.calls count the same calls. From the webhook: the aborted-rate alert of both rule files.
@@ -204,7 +204,9 @@ def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
                 (link,) = links
                 assert link["spanId"] == tool_calls[a[n.GEN_AI_TOOL_CALL_ID]]["spanId"]
                 assert link["traceId"] == span["traceId"]
-                assert attrs(link)[n.GEN_AI_ATTRIBUTION_LINK_TYPE] == n.LINK_TYPE_CAUSED_BY_GENERATION
+                # Badger stores Jaeger's v1 span model, which has no place for a link's attributes
+                # (jaegertracing/jaeger#8078): when it keeps them, check the link type here again.
+                assert n.GEN_AI_ATTRIBUTION_LINK_TYPE not in attrs(link)
             else:
                 assert links == []
             checked["execute_tool"] += 1
