@@ -205,7 +205,7 @@ GO_BUILD := CGO_ENABLED=0 $(GO) build -trimpath
 JAEGER_MOD := collector-config/go/jaeger
 AGENT_MOD := collector-config/go/agent
 
-.PHONY: pipeline-bins alertmanager pipeline-test pipeline-load jaeger jaeger-stop
+.PHONY: pipeline-bins alertmanager pipeline-test pipeline-load jaeger jaeger-stop jaeger-clean
 
 $(PIPELINE_BIN)/jaeger: $(JAEGER_MOD)/go.mod $(JAEGER_MOD)/go.sum
 	cd $(JAEGER_MOD) && $(GO_BUILD) -o $(CURDIR)/$@ github.com/jaegertracing/jaeger/cmd/jaeger
@@ -245,13 +245,18 @@ pipeline-test: $(VENV)/.stamp-test pipeline-bins promtool alertmanager
 pipeline-load: $(VENV)/.stamp-test pipeline-bins
 	$(PY) tests/pipeline/load.py
 
-# Jaeger v2, built above, on 127.0.0.1 with memory storage and the demo's traces; the API URLs are
-# printed (the module build serves a placeholder UI page). `make jaeger-stop` stops it.
+# Jaeger v2, built above, on 127.0.0.1 with the demo's traces in its Badger store
+# (.pipeline/jaeger-data); the API URLs are printed (the module build serves a placeholder UI page).
+# `make jaeger-stop` stops it and keeps the traces for the next `make jaeger`; `make jaeger-clean`
+# stops it and wipes them.
 jaeger: $(VENV)/.stamp-demo pipeline-bins
 	$(PY) examples/viewer/jaeger.py up
 
 jaeger-stop:
 	@$(PYTHON) examples/viewer/jaeger.py down
+
+jaeger-clean:
+	@$(PYTHON) examples/viewer/jaeger.py clean
 
 # ---- The fast inner loop (issue 33): lint, typecheck and the main suite without the `e2e` tests
 # (tests/helpers/markers.py): no apt, no browser, no Go, no venv but the main one.

@@ -1,12 +1,14 @@
 """The pipeline users run, end to end, as real processes on 127.0.0.1 (tests/pipeline/stack.py):
 two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id) -> two
-gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (memory storage), Prometheus
+gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (Badger storage), Prometheus
 scraping the gateways with the repo's rules, Alertmanager paging a webhook here.
 
-Read back from Jaeger's /api/v3/traces (OTLP JSON, links with their attributes): every trace with
+Read back from Jaeger's /api/v3/traces (OTLP JSON, links to their targets): every trace with
 an aborted call, whole and from one gateway; outcomes and reasons as the app saw them; each
 execute_tool linked only to its completed call. From Prometheus: span metrics and the package's
 toolcall.calls count the same calls. From the webhook: the aborted-rate alert of both rule files.
+Last, Jaeger restarted with turns sent while it is down: every span it held and every aborted
+call's trace sent meanwhile are there afterwards (lost: 0).
 
 Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing, and
 fails instead under `make test`, which builds and installs them first (pipeline-bins, promtool,
@@ -31,6 +33,7 @@ from otel_toolcalls._core import names as n
 
 TURNS = 48  # per app: 96 turns, 192 calls, 48 of them aborted
 RATE = 6.0  # turns a second per app
+DOWN_TURNS = 16  # sent while Jaeger is down: 8 of them abort a call
 # Hang guards, not performance bounds.
 DEADLINE_S = 120.0
 EXPECTED = {
@@ -52,14 +55,16 @@ def poll(what: str, check: Callable[[], Any], deadline_s: float = DEADLINE_S) ->
     raise AssertionError(f"{what}: not there in {deadline_s} s (last: {last!r})")
 
 
-def run_apps(stack: Stack) -> list[dict[str, Any]]:
-    apps = [stack.app(f"app-{i}", i, "--turns", str(TURNS), "--rate", str(RATE)) for i in range(2)]
+def run_apps(
+    stack: Stack, turns: int = TURNS, names: tuple[str, ...] = ("app-0", "app-1")
+) -> list[dict[str, Any]]:
+    apps = [stack.app(name, i, "--turns", str(turns), "--rate", str(RATE)) for i, name in enumerate(names)]
     rows: list[dict[str, Any]] = []
     for app in apps:
         out, _ = app.communicate(timeout=DEADLINE_S)
         assert app.returncode == 0, out[-2000:]
         lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        assert lines[-1] == {"done": TURNS}
+        assert lines[-1] == {"done": turns}
         rows.extend(lines[:-1])
     return rows
 
@@ -85,6 +90,28 @@ def whole(spans: list[dict[str, Any]], calls: list[dict[str, Any]]) -> bool:
         and names["execute_tool"] == len(calls)
         and names["chat"] == requests
     )
+
+
+def calls_by_trace(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    calls: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        calls[row["trace_id"]].append(row)
+    return calls
+
+
+def aborted_traces(calls: dict[str, list[dict[str, Any]]]) -> set[str]:
+    return {t for t, cs in calls.items() if any(c["outcome"] == n.ABORTED for c in cs)}
+
+
+def stored(stack: Stack, start_ns: int) -> dict[str, list[dict[str, Any]]]:
+    return by_trace(stack.traces(start_ns, time.time_ns() + 60_000_000_000))
+
+
+def whole_aborted(stack: Stack, start_ns: int, rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """What Jaeger holds once every trace of rows with an aborted call is there whole, else {}."""
+    calls = calls_by_trace(rows)
+    traces = stored(stack, start_ns)
+    return traces if all(whole(traces.get(t, []), calls[t]) for t in aborted_traces(calls)) else {}
 
 
 def listeners(pid: int) -> set[str]:
@@ -124,17 +151,11 @@ def test_every_listener_is_on_loopback(pipeline: Any) -> None:
 
 def test_every_aborted_calls_trace_arrives_whole_from_one_gateway(pipeline: Any) -> None:
     stack, rows, start_ns = pipeline
-    calls = defaultdict(list)
-    for row in rows:
-        calls[row["trace_id"]].append(row)
-    aborted = {t for t, cs in calls.items() if any(c["outcome"] == n.ABORTED for c in cs)}
+    aborted = aborted_traces(calls_by_trace(rows))
     assert len(aborted) == TURNS  # half the turns of each app abort one call
-
-    def kept() -> dict[str, list[dict[str, Any]]]:
-        traces = by_trace(stack.traces(start_ns, time.time_ns() + 60_000_000_000))
-        return traces if all(whole(traces.get(t, []), calls[t]) for t in aborted) else {}
-
-    traces = poll("every aborted call's trace, whole, in Jaeger", kept)
+    traces = poll(
+        "every aborted call's trace, whole, in Jaeger", lambda: whole_aborted(stack, start_ns, rows)
+    )
     gateways = Counter()
     for trace_id in aborted:
         stamps = {attrs(s).get("pipeline.gateway") for s in traces[trace_id]}
@@ -145,7 +166,7 @@ def test_every_aborted_calls_trace_arrives_whole_from_one_gateway(pipeline: Any)
 
 def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
     stack, rows, start_ns = pipeline
-    traces = by_trace(stack.traces(start_ns, time.time_ns() + 60_000_000_000))
+    traces = stored(stack, start_ns)
     expected = {row["call_id"]: row for row in rows if row["trace_id"] in traces}
     tool_calls = {}
     checked = Counter()
@@ -181,7 +202,9 @@ def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
                 (link,) = links
                 assert link["spanId"] == tool_calls[a[n.GEN_AI_TOOL_CALL_ID]]["spanId"]
                 assert link["traceId"] == span["traceId"]
-                assert attrs(link)[n.GEN_AI_ATTRIBUTION_LINK_TYPE] == n.LINK_TYPE_CAUSED_BY_GENERATION
+                # Badger stores Jaeger's v1 span model, which has no place for a link's attributes
+                # (jaegertracing/jaeger#8078): when it keeps them, check the link type here again.
+                assert n.GEN_AI_ATTRIBUTION_LINK_TYPE not in attrs(link)
             else:
                 assert links == []
             checked["execute_tool"] += 1
@@ -222,3 +245,38 @@ def test_the_aborted_rate_page_arrives(pipeline: Any) -> None:
         return sources if sources == {"spanmetrics", "toolcall_metrics"} else set()
 
     poll("ToolCallsAbortedRateHigh from both rule files at the webhook", paged)
+
+
+def waiting_for_jaeger(stack: Stack) -> float:
+    """Items the gateways' exporters hold (queued or being retried), read from their own metrics."""
+    return sum(
+        stack.collector_metric(port, "otelcol_exporter_queue_size") for port in stack.ports.gateway_metrics
+    )
+
+
+def span_keys(traces: dict[str, list[dict[str, Any]]]) -> set[tuple[str, str]]:
+    return {(trace_id, span["spanId"]) for trace_id, spans in traces.items() for span in spans}
+
+
+def test_a_jaeger_restart_loses_nothing(pipeline: Any) -> None:
+    # Last in the module: the tests above count the first run's turns only.
+    stack, rows, start_ns = pipeline
+    held = poll("every aborted call's trace, whole, in Jaeger", lambda: whole_aborted(stack, start_ns, rows))
+    jaeger = stack.procs["jaeger"]
+    jaeger.stop()  # SIGTERM, as a deployment's restart sends
+    down_rows = run_apps(stack, DOWN_TURNS, ("app-down",))
+    # The fault is real only once the gateways hold spans they could not deliver.
+    poll("the gateways holding spans for the stopped Jaeger", lambda: waiting_for_jaeger(stack) > 0)
+    jaeger.start()
+    after = poll(
+        "the aborted calls' traces sent while Jaeger was down, whole",
+        lambda: whole_aborted(stack, start_ns, down_rows),
+    )
+    lost = span_keys(held) - span_keys(after)
+    sent_while_down = aborted_traces(calls_by_trace(down_rows))
+    print(
+        f"\nJaeger restart: {len(span_keys(held))} spans in {len(held)} traces held before, lost {len(lost)};"
+        f" {len(sent_while_down)} aborted-call traces sent while down, all whole after"
+    )
+    assert len(sent_while_down) == DOWN_TURNS // 2
+    assert lost == set(), f"lost {len(lost)} of {len(span_keys(held))} spans across the restart"

@@ -44,6 +44,7 @@ E2E_FILES = {
     "downstream/test_prometheus_e2e.py": "prometheus (Debian's prometheus)",
     "downstream/test_collector_validate.py": "the Go-built jaeger and otelcol-agent under .pipeline/bin",
     "downstream/test_pipeline.py": ".pipeline/bin, prometheus, prometheus-alertmanager",
+    "downstream/test_jaeger_viewer.py": "the Go-built jaeger under .pipeline/bin",
     "linking/test_remote_celery.py": "redis-server",
     "downstream/test_viewer.py": "the viewer venv (.venv-viewer) and chromium",
     "peers/test_peers.py": "a peer lane's venv (tests/versions/run.py peer-*)",

@@ -1,7 +1,8 @@
 """The pipeline users run, as real processes on 127.0.0.1: apps -> two agents (the Collector built
 from collector-config/go/agent, loadbalancing by trace id) -> two gateways (Jaeger v2's binary:
-tail sampling, span metrics) -> Jaeger (memory storage); Debian's prometheus scraping the gateways
-with the repo's rules loaded, Debian's prometheus-alertmanager paging a webhook in this process.
+tail sampling, span metrics) -> Jaeger (its Badger store in the temporary folder, kept across a
+restart); Debian's prometheus scraping the gateways with the repo's rules loaded, Debian's
+prometheus-alertmanager paging a webhook in this process.
 
 Each component runs from a copy of the repo's config in a temporary folder, changed only where a
 test must: listeners on free 127.0.0.1 ports, the agents' DNS resolver replaced by the two gateways'
@@ -298,6 +299,7 @@ class Stack:
             JAEGER_QUERY_HTTP_PORT=str(p.jaeger_query),
             JAEGER_QUERY_GRPC_PORT=str(p.jaeger_query_grpc),
             JAEGER_METRICS_PORT=str(p.jaeger_metrics),
+            JAEGER_DATA_DIR=str(self.dir / "jaeger-data"),
         )
         self._add(
             "jaeger",
