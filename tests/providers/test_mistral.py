@@ -266,8 +266,8 @@ def test_iterating_the_public_async_generator_is_seen(
 LATEX = ToolCall(
     name="render",
     id="K9xTq2pLm",
-    arguments='{"tex": "\\\\frac{a}{b}", "note": "}{"}',
-    fragments=['{"tex": "\\\\frac{a}', '{b}", "note": "}', '{"}'],
+    arguments='{"tex": "\\\\frac{a}{b}", "note": "\\"}{\\""}',
+    fragments=['{"tex": "\\\\frac{a}', '{b}", "note": "\\"}', '{\\""}'],
 )
 
 

@@ -301,8 +301,8 @@ def test_a_whole_call_written_across_a_brace_boundary_is_one_call(
 LATEX = chat.ToolCall(
     name="render",
     id=None,
-    arguments='{"tex": "\\\\frac{a}{b}", "note": "}{"}',
-    fragments=['{"tex": "\\\\frac{a}', '{b}", "note": "}', '{"}'],
+    arguments='{"tex": "\\\\frac{a}{b}", "note": "\\"}{\\""}',
+    fragments=['{"tex": "\\\\frac{a}', '{b}", "note": "\\"}', '{\\""}'],
 )
 SECOND = chat.ToolCall(name="render", id=None, arguments='{"tex": "{}"}', fragments=['{"tex": "{', '}"}'])
 
