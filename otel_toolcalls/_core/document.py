@@ -3,8 +3,8 @@ a bit, whatever the text's length; nothing is parsed, joined or kept beyond them
 
 A document that opens with ``{`` must end with ``}``, one that opens with ``[`` with ``]``; a
 string must close; ``null``, ``true`` and ``false`` must be whole; a number must end with a digit
-(a number has no end mark: ``12`` may be a cut ``123``, which no text can show). Anything else
-ends as it did before the opening character counted: complete when its last character is ``}``.
+(a number has no end mark: ``12`` may be a cut ``123``, which no text can show). Text that opens
+with anything else is no JSON document: complete when its last character is ``}``.
 
 The common case (an object, its fragments on deltas that do not name the tool) costs the stream
 one check per fragment and the last character; the rest goes through ``take``.
@@ -52,8 +52,13 @@ def take(text: Text, tail: str) -> None:
             # A string document: only its strings tell "abc\"" (cut) from "abc\\"" (complete).
             text.quoting = OUTSIDE
         text.plain = text.quoting is None and opened not in _LITERALS
-    if text.quoting is not None:
-        text.quoting = strings(text.quoting, tail)
+    quoting = text.quoting
+    if quoting is not None:
+        # With no backslash to read past, the parity of the quotes says it all.
+        if quoting != ESCAPED and "\\" not in tail:
+            text.quoting = quoting ^ (tail.count('"') & 1)
+        else:
+            text.quoting = escaped(quoting, tail)
     if opened in _LITERALS:
         text.last = (text.last + tail)[-_KEEP:]
     else:
@@ -68,11 +73,9 @@ def follow(text: Text) -> None:
         text.plain = False
 
 
-def strings(quoting: int, piece: str) -> int:
-    """Where the text ends as to strings, ``piece`` added: quotes are counted, and characters read
-    one by one only in a piece with a backslash (never outside a string in JSON)."""
-    if quoting != ESCAPED and "\\" not in piece:
-        return quoting ^ (piece.count('"') & 1)
+def escaped(quoting: int, piece: str) -> int:
+    """Where the text ends as to strings, ``piece`` added, read one character at a time: a piece
+    with a backslash, or after one (JSON has none outside a string)."""
     for char in piece:
         if quoting == ESCAPED:
             quoting = INSIDE

@@ -23,6 +23,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from . import document, process
 from . import names as n
 from .calls import Call, End, Opening, classify, end_call, error_type_of, start_span, utf8_len
+from .document import BLANKS as _BLANKS
 from .errors import guarded, report
 from .metrics import StreamEnd, reports_usage
 from .registry import call_key
@@ -298,7 +299,7 @@ class StreamState:
         call.size += len(text) if text.isascii() else utf8_len(text)
         # One strip (rstrip hands back the same str when nothing goes) and, for an object whose
         # strings are not followed, its last character.
-        tail = text.rstrip(document.BLANKS)
+        tail = text.rstrip(_BLANKS)
         if tail:
             if call.plain:
                 call.last = tail[-1]
@@ -315,7 +316,8 @@ class StreamState:
     def follow_strings(self, key: Hashable) -> None:
         """The call open at ``key`` follows its strings, if no text of it has come yet."""
         call = self.open.get(key)
-        if call is not None and call.checked:
+        # Asked on every delta of such a server: the common answer (text has come) costs no call.
+        if call is not None and call.checked and not call.opened:
             document.follow(call)
 
     def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
