@@ -15,6 +15,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from . import names as n
 from . import process
+from .document import complete
 from .errors import guarded, report
 from .metrics import CallEnd
 from .registry import CallRecord
@@ -35,8 +36,6 @@ _FILTERING = (
     "armor",
 )
 _ERRORING = frozenset({"error", "timeout", "failed"})
-# JSON's whitespace: what may follow a document's last "}".
-BLANKS = " \t\n\r"
 
 
 # Finish reasons are few ("stop", "tool_calls", "end_turn"...): each is classified once. Bounded,
@@ -130,6 +129,9 @@ class Call:
         "key",
         "last",
         "name",
+        "opened",
+        "plain",
+        "quoting",
         "revocable",
         "revoked",
         "room",
@@ -156,10 +158,15 @@ class Call:
         # A call that arrived whole, its arguments parsed (Gemini): nothing to measure, so no size
         # (TELEMETRY.md section 6). Any other call's size is 0 until a fragment arrives.
         self.whole = opening.whole
-        # The last non-blank character of the newest non-blank fragment ("": none yet): all that is
-        # kept of the text, enough to see arguments that stop mid-document.
+        # All that is kept of the text, enough to see arguments that stop mid-document
+        # (document.Text): its first and last non-blank characters, and where strings are followed,
+        # whether it ends inside one.
+        self.opened = ""
         self.last = ""
+        self.quoting: int | None = None
         self.checked = not (opening.free_form or opening.whole)
+        # Text that is not checked needs nothing kept: the cheap path from the first fragment.
+        self.plain = not self.checked
         # Content capture keeps only the characters it will emit, not the whole argument text.
         self.content: list[str] | None = [] if capture else None
         self.room = n.MAX_ARGUMENTS_LENGTH
@@ -168,9 +175,9 @@ class Call:
         self.revoked: str | None = None
 
     def cut(self) -> bool:
-        """Its arguments visibly stop mid-document: a JSON object's text ends with ``}``. No
-        fragment, or blanks only, is no evidence of a cut."""
-        return self.checked and self.last != "}" and self.last != ""
+        """Its arguments visibly stop mid-document (``document``: a ``{`` owes a ``}``, a ``[`` a
+        ``]``, a literal its whole). No fragment, or blanks only, is no evidence of a cut."""
+        return self.checked and self.opened != "" and not complete(self)
 
     def keep(self, text: str) -> None:
         """Keeps the part of ``text`` that still fits in the captured prefix (cut by characters, as

@@ -68,7 +68,13 @@ class Sink(Protocol):
     def open_keys(self) -> list[Hashable]: ...
 
     def arguments_closed(self, key: Hashable) -> bool:
-        """The call open at ``key`` has arguments whose last non-blank character is ``}``."""
+        """The call open at ``key`` has arguments that end a whole document: a ``{`` closed by a
+        ``}`` (outside a string, where its strings are followed), a ``[`` by a ``]``, a whole literal."""
+        ...
+
+    def follow_strings(self, key: Hashable) -> None:
+        """The call open at ``key`` follows its strings from its first character, so that a ``}``
+        inside one is no end for ``arguments_closed``; a call whose text has begun is left as it is."""
         ...
 
 

@@ -20,10 +20,10 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from . import document, process, revocation
 from . import names as n
-from . import process, revocation
-from .calls import BLANKS as _BLANKS
 from .calls import Call, End, Opening, classify, error_type_of, start_span, utf8_len
+from .document import BLANKS as _BLANKS
 from .errors import guarded, report
 from .metrics import StreamEnd, reports_usage
 from .registry import call_key
@@ -306,17 +306,28 @@ class StreamState:
         call.deltas += 1
         # The ASCII fragment (most of them) costs no call; utf8_len alone knows the other bytes.
         call.size += len(text) if text.isascii() else utf8_len(text)
-        # One strip, no branch on the common case (rstrip hands back the same str when nothing goes).
+        # One strip (rstrip hands back the same str when nothing goes) and, for an object whose
+        # strings are not followed, its last character.
         tail = text.rstrip(_BLANKS)
         if tail:
-            call.last = tail[-1]
+            if call.plain:
+                call.last = tail[-1]
+            else:
+                document.take(call, tail)
         if call.content is not None:
             call.keep(text)
 
     def arguments_closed(self, key: Hashable) -> bool:
-        """The call open at ``key`` has arguments whose last non-blank character is ``}``."""
+        """The call open at ``key`` has arguments that end a whole document (``document``)."""
         call = self.open.get(key)
-        return call is not None and call.last == "}"
+        return call is not None and document.complete(call)
+
+    def follow_strings(self, key: Hashable) -> None:
+        """The call open at ``key`` follows its strings, if no text of it has come yet."""
+        call = self.open.get(key)
+        # Asked on every delta of such a server: the common answer (text has come) costs no call.
+        if call is not None and call.checked and not call.opened:
+            document.follow(call)
 
     def fragment_size(self, key: Hashable, nbytes: int, text: str | None = None) -> None:
         """A fragment whose size the adapter measured (arguments that arrive as values, not text)."""

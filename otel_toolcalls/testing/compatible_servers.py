@@ -72,13 +72,15 @@ def _one_after_another(
     start_id: Any,
     next_id: Any,
     finish_reason: str | None,
+    names_repeated: bool = False,
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for position, call in enumerate(calls):
         index = index_of(position, call)
         out.append(chunk([entry(index, id=start_id(position, call), name=call.name, arguments="")]))
+        name = call.name if names_repeated else None
         for piece in call.pieces():
-            out.append(chunk([entry(index, id=next_id(position, call), arguments=piece)]))
+            out.append(chunk([entry(index, id=next_id(position, call), name=name, arguments=piece)]))
     if finish_reason is not None:
         out.append(chunk(finish_reason=finish_reason))
     return out
@@ -200,17 +202,23 @@ def side_by_side(
 
 
 def no_ids(
-    calls: Sequence[ToolCall], *, shared_index: bool = False, finish_reason: str | None = "tool_calls"
+    calls: Sequence[ToolCall],
+    *,
+    shared_index: bool = False,
+    names_repeated: bool = False,
+    finish_reason: str | None = "tool_calls",
 ) -> list[dict[str, Any]]:
     """A server that sends no call id at all (continuedev/continue #13225 shows Ollama deltas with
     an index and no id); ``shared_index``: every call on index 0 as well (ollama/ollama #15457), so
-    that nothing but the argument text tells the calls apart."""
+    that nothing but the argument text tells the calls apart; ``names_repeated``: every delta names
+    the tool, as Mistral's do."""
     return _one_after_another(
         calls,
         index_of=lambda position, call: 0 if shared_index else position,
         start_id=lambda position, call: None,
         next_id=lambda position, call: None,
         finish_reason=finish_reason,
+        names_repeated=names_repeated,
     )
 
 

@@ -56,12 +56,29 @@ COMPLETE = {
 }
 
 
+# Arguments that are not an object (TELEMETRY.md section 6): valid JSON all the same.
+NOT_OBJECTS = {
+    "null": "null",
+    "empty_array": "[]",
+    "nested_array": '[[1, {"a": [2, "]"]}], [], "x"]',
+    "string": '"Zürich {x}"',
+    "number": "-12.5e3",
+    "true": "true",
+}
+NOT_OBJECT_CUTS = {"array_after_comma": "[1,", "literal": "nul"}
+
+
 def fragments(text: str) -> list[str]:
-    """Awkward cuts, and the last non-blank part alone when the text ends in blanks."""
+    """Awkward cuts, and the last non-blank part alone when the text ends in blanks; a document
+    that is not an object is cut in its middle (``nu`` / ``ll``, ``[`` / ``]``)."""
     if not text:
         return []
     body = text.rstrip()
-    pieces = awkward_split(body) if len(body) > 2 else [body]
+    if not body.startswith("{"):
+        middle = len(body) // 2
+        pieces = [body[:middle], body[middle:]] if middle else [body]
+    else:
+        pieces = awkward_split(body) if len(body) > 2 else [body]
     return [*pieces, text[len(body) :]] if body != text else pieces
 
 
@@ -334,3 +351,29 @@ def test_responses_custom_tool_input_is_free_form(telemetry, instrument, fake):
     list(client.responses.create(model=wire_responses.MODEL, input="q", stream=True))
     assert_outcome(call_span(telemetry, "call_sql"), None)
     assert_linked_and_run(telemetry, "call_sql")
+
+
+# -- arguments that are not an object -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", list(NOT_OBJECTS))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_documents_that_are_not_objects_stay_completed(telemetry, instrument, fake, provider, shape):
+    # {} owes a "}", [] a "]", a literal nothing more than itself: strict mode runs each.
+    text = NOT_OBJECTS[shape]
+    delivered = DRIVERS[provider](fake, "call_doc", text)
+    assert delivered == text
+    span = call_span(telemetry, "call_doc")
+    assert_outcome(span, None)
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 2
+    assert span.attributes[n.TOOLCALL_ARGUMENTS_SIZE] == len(text.encode("utf-8"))
+    assert telemetry.calls_by_outcome() == {("completed", None): 1}
+    assert_linked_and_run(telemetry, "call_doc")
+
+
+@pytest.mark.parametrize("cut", list(NOT_OBJECT_CUTS))
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_documents_that_are_not_objects_cut(telemetry, instrument, fake, provider, cut):
+    delivered = DRIVERS[provider](fake, "call_cut", NOT_OBJECT_CUTS[cut])
+    assert delivered == NOT_OBJECT_CUTS[cut]
+    assert_unterminated(telemetry, "call_cut", delivered)

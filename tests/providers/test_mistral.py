@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import pytest
 from mistralai.client import Mistral
 
+from otel_toolcalls import execute_tool
 from otel_toolcalls._core.calls import error_type_of
 from otel_toolcalls.testing import FakeProvider, Script
-from otel_toolcalls.testing.mistral import MODEL, tool_call_script
+from otel_toolcalls.testing.compatible_servers import script
+from otel_toolcalls.testing.mistral import MODEL, chunks_for, tool_call_script
 from otel_toolcalls.testing.openai_chat import WEATHER, ToolCall
 
 MESSAGES = [{"role": "user", "content": "Weather in Zürich, and the time?"}]
@@ -252,3 +255,64 @@ def test_iterating_the_public_async_generator_is_seen(
     assert events[-1].data.choices[0].finish_reason == "tool_calls"
     (span,) = telemetry.tool_spans()
     assert_completed(span, WEATHER, telemetry.one("chat "))
+
+
+# -- a "}" that ends one delta and a "{" that starts the next ------------------------------------------
+
+# Inside string values: one call, though every delta names the tool and none after the first has an id.
+LATEX = ToolCall(
+    name="render",
+    id="K9xTq2pLm",
+    arguments='{"tex": "\\\\frac{a}{b}", "note": "\\"}{\\""}',
+    fragments=['{"tex": "\\\\frac{a}', '{b}", "note": "\\"}', '{\\""}'],
+)
+
+
+@pytest.mark.parametrize("call_id", ["K9xTq2pLm", None])
+def test_a_brace_at_a_delta_boundary_inside_a_string_is_one_call(
+    instrument: Any, telemetry: Any, fake: FakeProvider, call_id: str | None
+) -> None:
+    call = dataclasses.replace(LATEX, id=call_id)
+    assert "".join(call.pieces()) == call.arguments
+    fake.enqueue(tool_call_script([call]))
+    events = list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    texts = [
+        tc
+        for e in events
+        for choice in e.data.choices
+        for tc in choice.delta.tool_calls or ()
+        if tc.function.arguments
+    ]
+    # What the SDK hands over: each piece on a delta naming the tool, with no usable id.
+    assert [(tc.function.name, tc.id, tc.function.arguments) for tc in texts] == [
+        ("render", "null", piece) for piece in call.pieces()
+    ]
+    (span,) = telemetry.tool_spans()
+    assert span.attributes["toolcall.outcome"] == "completed" and span.status.is_unset
+    assert span.attributes["toolcall.arguments.deltas"] == 3
+    assert span.attributes["toolcall.arguments.size"] == size(call)
+    assert telemetry.calls_by_outcome() == {("completed", None): 1}
+    if call_id is not None:
+        with execute_tool(call_id, strict=True) as run:
+            assert run.is_recording()
+        assert telemetry.one("execute_tool ").links[0].context.span_id == span.context.span_id
+
+
+def test_two_calls_on_one_index_without_ids_stay_two(
+    instrument: Any, telemetry: Any, fake: FakeProvider
+) -> None:
+    # Following strings merges nothing: a whole document, then a new one, is another call.
+    first = ToolCall(name="render", id=None, arguments='{"tex": "}{"}', fragments=['{"tex": "}', '{"}'])
+    second = ToolCall(name="render", id=None, arguments='{"tex": "{}"}', fragments=['{"tex": "{', '}"}'])
+    chunks = chunks_for([first, second])
+    for body in chunks:
+        for tool_call in body["choices"][0]["delta"].get("tool_calls", ()):
+            tool_call["index"] = 0
+    fake.enqueue(script(chunks))
+    list(client(fake).chat.stream(model=MODEL, messages=MESSAGES))
+    spans = telemetry.tool_spans()
+    assert sorted(s.attributes["toolcall.arguments.size"] for s in spans) == sorted(
+        [size(first), size(second)]
+    )
+    assert [s.attributes["toolcall.index"] for s in spans] == [0, 0]
+    assert telemetry.calls_by_outcome() == {("completed", None): 2}

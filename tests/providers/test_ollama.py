@@ -14,7 +14,8 @@ import pytest
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from otel_toolcalls import execute_tool, tool_call_outcome
-from otel_toolcalls.testing import FakeProvider
+from otel_toolcalls.testing import FakeProvider, Script
+from otel_toolcalls.testing import compatible_servers as servers
 from otel_toolcalls.testing import ollama as o
 from otel_toolcalls.testing import openai_chat as chat
 from otel_toolcalls.testing.scenario import timed_script
@@ -276,3 +277,57 @@ def test_the_openai_compatible_endpoint_is_one_set_of_spans(
     list(client.chat.completions.create(**chat.request(model=o.MODEL)))
     assert [s.name for s in telemetry.spans()] == ["tool_call get_weather", f"chat {o.MODEL}"]
     assert {attrs(s)["gen_ai.provider.name"] for s in telemetry.spans()} == {"openai"}
+
+
+# -- a "}" that ends one piece and a "{" that starts the next ----------------------------------------
+
+
+def test_a_whole_call_written_across_a_brace_boundary_is_one_call(
+    telemetry: Any, instrument: Any, fake: FakeProvider
+) -> None:
+    # The native client parses whole lines: the line cut between "}" and "{" is one call.
+    call = o.ToolCall("render", {"tex": "\\frac{a}{b}"}, id=None)
+    data = o.line(o.chunk(tool_calls=[call]))
+    cut = data.index(b"}{") + 1
+    fake.enqueue(Script([data[:cut], data[cut:], o.line(o.done())], content_type=o.CONTENT_TYPE))
+    chunks = list(stream(ollama.Client(host=fake.base_url)))
+    assert chunks[0].message.tool_calls[0].function.arguments == {"tex": "\\frac{a}{b}"}
+    (span,) = telemetry.tool_spans()
+    assert attrs(span)["toolcall.outcome"] == "completed"
+    assert telemetry.calls_by_outcome() == {("completed", None): 1}
+
+
+# Pieces of one call cut between a "}" and a "{" inside its string values.
+LATEX = chat.ToolCall(
+    name="render",
+    id=None,
+    arguments='{"tex": "\\\\frac{a}{b}", "note": "\\"}{\\""}',
+    fragments=['{"tex": "\\\\frac{a}', '{b}", "note": "\\"}', '{\\""}'],
+)
+SECOND = chat.ToolCall(name="render", id=None, arguments='{"tex": "{}"}', fragments=['{"tex": "{', '}"}'])
+
+
+@pytest.mark.parametrize("names_repeated", [True, False], ids=["named_deltas", "bare_deltas"])
+def test_the_openai_compatible_endpoint_without_ids_splits_calls_by_whole_documents(
+    telemetry: Any, instrument: Any, fake: FakeProvider, names_repeated: bool
+) -> None:
+    # /v1 with no ids and every call on index 0: only a whole document, then a new one, is another
+    # call, whether or not each delta names the tool.
+    fake.enqueue(
+        servers.script(servers.no_ids([LATEX, SECOND], shared_index=True, names_repeated=names_repeated))
+    )
+    client = openai.OpenAI(base_url=f"{fake.base_url}/v1", api_key="ollama", max_retries=0)
+    chunks = list(client.chat.completions.create(**chat.request(model=o.MODEL)))
+    named = [
+        tc.function.name
+        for c in chunks
+        for tc in c.choices[0].delta.tool_calls or ()
+        if tc.function.arguments
+    ]
+    assert named == (["render"] * 5 if names_repeated else [None] * 5)
+    got = sorted(
+        (attrs(s)["toolcall.arguments.size"], attrs(s)["toolcall.arguments.deltas"])
+        for s in telemetry.tool_spans()
+    )
+    assert got == sorted([(len(LATEX.arguments.encode()), 3), (len(SECOND.arguments.encode()), 2)])
+    assert telemetry.calls_by_outcome() == {("completed", None): 2}

@@ -84,6 +84,11 @@ def _tool_call_deltas(state: Sink, choice: int, tool_calls: Any, index_of: Index
             state.block_started(key, name=name, call_id=_call_id(tool_call.id), index=index, choice=choice)
         arguments = function.arguments
         if arguments is None or type(arguments) is str:
+            if name and arguments:
+                # Text on a delta naming the tool (Mistral names it on every delta): only where the
+                # document ends can tell this call's next delta from another call's first, and a
+                # "}" inside a string is no end.
+                state.follow_strings(key)
             # {"index":0,"function":{"arguments":"{\"loc"}}
             state.fragment(key, arguments)
         elif arguments:
@@ -100,8 +105,9 @@ def _new_call(state: Sink, key: Any, delta_id: Any, function: Any) -> bool:
         # SGLang, vLLM, Ollama: parallel calls on index 0, told apart by their ids.
         # {"index":0,"id":"1","type":"function","function":{"name":"get_time","arguments":""}}
         return open_id != str(delta_id)
-    # No id to tell: a name with no text or a new document ("{") after a closed one ("}") cannot
-    # continue the same call (Ollama: every call on index 0, ids left out).
+    # No id to tell: a name with no text or a new document ("{") after a whole one cannot continue
+    # the same call (Ollama: every call on index 0, ids left out). In valid JSON a "}" followed by
+    # a "{" is inside a string, which a call with named deltas follows (_tool_call_deltas).
     arguments = function.arguments
     return (
         not arguments or (type(arguments) is str and arguments.lstrip()[:1] == "{")
