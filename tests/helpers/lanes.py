@@ -111,6 +111,15 @@ def requirement_pins(path: str) -> dict[str, str]:
     return pins
 
 
+def _expanded(line: str, variables: dict[str, str]) -> str:
+    """``line`` with its ``$(NAME)`` variables expanded, those inside their values too."""
+    while True:
+        done = re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), m.group(0)), line)
+        if done == line:
+            return done
+        line = done
+
+
 def make_recipe(target: str) -> list[str]:
     """The recipe lines of a Makefile target, with ``$(FW_VENV)``-style variables expanded."""
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # continued lines, joined
@@ -120,7 +129,7 @@ def make_recipe(target: str) -> list[str]:
         if re.match(rf"^{re.escape(target)}:", line):
             inside = True
         elif inside and line.startswith("\t"):
-            lines.append(re.sub(r"\$\(([A-Z_]+)\)", lambda m: variables.get(m.group(1), m.group(0)), line))
+            lines.append(_expanded(line, variables))
         elif inside:
             break
     return lines

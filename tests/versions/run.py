@@ -239,8 +239,9 @@ LANES = [
     Lane("gemini-floor", {"google-genai": None}, ["tests/providers/test_gemini.py"],
          matrix=["gemini_dev", "gemini_dev_async", "gemini_vertex", "gemini_vertex_async"]),
     # Gemini Live (client.aio.live.connect): the same floor; opentelemetry-instrument for the example.
+    # The revocation test applies the alert rule (yaml) to the Prometheus exposition.
     Lane("gemini-live-floor", {"google-genai": None}, ["tests/providers/test_gemini_live.py"],
-         extra=["opentelemetry-distro"]),
+         extra=["opentelemetry-distro", "pyyaml", "opentelemetry-exporter-prometheus"]),
     Lane("litellm-floor", {"litellm": None}, ["tests/providers/test_litellm.py"],
          matrix=["litellm", "litellm_async"]),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
