@@ -3,12 +3,13 @@ them. Not part of ``make test``, whose result must not depend on the day.
 
 The main venv and the framework venvs that hold each framework at its newest (not the -floor,
 -previous and -mid ones, whose frameworks are pinned old by design) are built under .newest/ from
-their inputs with every ``==`` pin dropped, so each package comes at today's newest release the
-rest allows. Their tests run there (the main suite without its e2e tests, the framework venvs'
-``make frameworks`` selection), and a drift report says what moved from the lock and what failed,
-with each failure's first line. Whether a failure is the package's fault or the test's assumption
-is a judgement the report cannot make: a failure here whose test passes on the lock (``make test``)
-is drift, and the note of the stop that ran it says which.
+their inputs with every ``==`` pin made a floor (``>=``), so each package comes at today's newest
+release the rest allows, never older than the lock's. Their tests run there (the main suite
+without its e2e tests, the framework venvs' ``make frameworks`` selection), and a drift report says
+what moved from the lock and what failed, with each failure's first line. Whether a failure is the
+package's fault or the test's assumption is a judgement the report cannot make: a failure here
+whose test passes on the lock (``make test``) is drift, and the note of the stop that ran it says
+which.
 
     python tests/locks/newest.py                      # build, run, report
     python tests/locks/newest.py --report-only        # the report of the last run
@@ -35,7 +36,7 @@ from lock import HERE, ROOT, UV, environments, requirement_lines
 WORK = ROOT / ".newest"
 # The framework venvs whose lock is each framework's newest: the ones that move the ceilings.
 FRAMEWORK_NEWEST = ("venv-frameworks", "venv-crewai", "venv-claude-agent")
-PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)==[^\s;]+")
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*(?:\[[^\]]*\])?)==([^\s;]+)")
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,10 @@ class Newest:
 
 
 def unpinned(lines: Sequence[str]) -> list[str]:
-    """The requirement lines with every exact pin dropped (floors and ranges stay)."""
-    return [PIN.sub(r"\1", line) for line in lines]
+    """The requirement lines with every exact pin turned into a floor (ranges stay): with the pins
+    dropped, the resolver went back to old releases to satisfy the rest (strands-agents 0.2.1,
+    openai 1.109), which is no newer environment."""
+    return [PIN.sub(r"\1>=\2", line) for line in lines]
 
 
 def lanes(framework_tests: Sequence[str]) -> list[Newest]:
