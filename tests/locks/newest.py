@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from lock import HERE, ROOT, UV, environments, requirement_lines
+from lock import HERE, ROOT, UV, environments
 
 WORK = ROOT / ".newest"
 # The framework venvs whose lock is each framework's newest: the ones that move the ceilings.
@@ -62,20 +62,13 @@ def unpinned(lines: Sequence[str]) -> list[str]:
 
 
 def lanes(framework_tests: Sequence[str]) -> list[Newest]:
+    """The main venv and the newest framework venvs, from the inputs their locks were written from."""
     envs = {env.name: env for env in environments()}
     main = Newest("main", unpinned(envs["main"].inputs()), ["-m", "not e2e", "tests"])
     frameworks = [
-        Newest(name, unpinned(requirement_lines(ROOT / _requirements_of(name))), list(framework_tests))
-        for name in FRAMEWORK_NEWEST
+        Newest(name, unpinned(envs[name].inputs()), list(framework_tests)) for name in FRAMEWORK_NEWEST
     ]
     return [main, *frameworks]
-
-
-def _requirements_of(lock_name: str) -> str:
-    sys.path.insert(0, str(ROOT / "tests" / "helpers"))
-    from lanes import FRAMEWORK_LANES
-
-    return FRAMEWORK_LANES[f".{lock_name}"]
 
 
 def _run(cmd: Sequence[str], log: Path, env: dict[str, str] | None = None) -> int:
