@@ -185,93 +185,83 @@ def memory(steps: int, per_step: int, calls: int) -> dict[str, Any]:
     }
 
 
+PORTS = (
+    "j_grpc",
+    "j_http",
+    "j_query",
+    "j_qgrpc",
+    "j_m",
+    "g_grpc",
+    "g_http",
+    "g_prom",
+    "g_m",
+    "a_http",
+    "a_m",
+)
+
+
+def agent_config(p: dict[str, int]) -> dict[str, Any]:
+    agent = copy.deepcopy(yaml.safe_load((CC / "agent.yaml").read_text()))
+    agent["receivers"]["otlp"]["protocols"] = {"http": {"endpoint": f"127.0.0.1:{p['a_http']}"}}
+    agent["exporters"]["loadbalancing"]["resolver"] = {"static": {"hostnames": [f"127.0.0.1:{p['g_grpc']}"]}}
+    agent["exporters"]["otlp/gateway"]["endpoint"] = f"127.0.0.1:{p['g_grpc']}"
+    agent["service"]["telemetry"] = telemetry(p["a_m"])
+    return dict(agent)
+
+
+@contextmanager
+def chain(work: Path, p: dict[str, int]) -> Iterator[dict[str, int]]:
+    """Agent -> gateway -> Jaeger on the repo's configs; yields each tier's pid."""
+    gateway_conf = gateway_config(p["g_grpc"], p["g_http"], p["g_prom"], p["g_m"], p["j_grpc"], "2s")
+    (work / "gateway.yaml").write_text(json.dumps(gateway_conf))
+    (work / "agent.yaml").write_text(json.dumps(agent_config(p)))
+    names = ("OTLP_GRPC", "OTLP_HTTP", "QUERY_HTTP", "QUERY_GRPC", "METRICS")
+    jaeger_env = {f"JAEGER_{n}_PORT": str(p[k]) for n, k in zip(names, PORTS[:5], strict=True)}
+    jaeger_env["JAEGER_DATA_DIR"] = str(work / "jaeger-data")
+    jaeger = [str(BIN / "jaeger"), "--config", str(CC / "jaeger.yaml")]
+    gateway = [str(BIN / "jaeger"), "--config", str(work / "gateway.yaml")]
+    agent = [str(BIN / "otelcol-agent"), "--config", str(work / "agent.yaml")]
+    with (
+        process("jaeger", jaeger, work, p["j_m"], **jaeger_env) as j,
+        process("gateway", gateway, work, p["g_m"]) as g,
+        process("agent", agent, work, p["a_m"]) as a,
+    ):
+        yield {"agent": a.pid, "gateway": g.pid, "jaeger": j.pid}
+
+
 def cpu(traces: int, rate: float, calls: int) -> dict[str, Any]:
     template = turn_template(calls)
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        p = {
-            k: free_port()
-            for k in (
-                "j_grpc",
-                "j_http",
-                "j_query",
-                "j_qgrpc",
-                "j_m",
-                "g_grpc",
-                "g_http",
-                "g_prom",
-                "g_m",
-                "a_grpc",
-                "a_http",
-                "a_m",
-            )
+    p = {k: free_port() for k in PORTS}
+    tiers = {"agent": p["a_m"], "gateway": p["g_m"], "jaeger": p["j_m"]}
+    with tempfile.TemporaryDirectory() as tmp, chain(Path(tmp), p) as pids:
+        time.sleep(5.0)
+        idle0 = {t: cpu_seconds(pid) for t, pid in pids.items()}
+        time.sleep(10.0)
+        idle = {t: (cpu_seconds(pid) - idle0[t]) / 10.0 for t, pid in pids.items()}
+        before = {t: cpu_seconds(pid) for t, pid in pids.items()}
+        # About the SDK's export batch (512 spans) a request, as a busy app sends them.
+        start, per_post = time.monotonic(), max(1, 512 // (calls + 1))
+        for i, first in enumerate(range(0, traces, per_post)):
+            time.sleep(max(0.0, start + i * per_post / rate - time.monotonic()))
+            post(p["a_http"], batch(template, first + 1, min(per_post, traces - first)))
+        elapsed = time.monotonic() - start
+        time.sleep(15.0)  # decision_wait, batch timeouts, Jaeger's writes
+        used = {t: cpu_seconds(pid) - before[t] for t, pid in pids.items()}
+        accepted = {
+            t: scrape(port).get("otelcol_receiver_accepted_spans_total", 0.0) for t, port in tiers.items()
         }
-        (work / "gateway.yaml").write_text(
-            json.dumps(gateway_config(p["g_grpc"], p["g_http"], p["g_prom"], p["g_m"], p["j_grpc"], "2s"))
-        )
-        agent = copy.deepcopy(yaml.safe_load((CC / "agent.yaml").read_text()))
-        agent["receivers"]["otlp"]["protocols"] = {"http": {"endpoint": f"127.0.0.1:{p['a_http']}"}}
-        agent["exporters"]["loadbalancing"]["resolver"] = {
-            "static": {"hostnames": [f"127.0.0.1:{p['g_grpc']}"]}
-        }
-        agent["exporters"]["otlp/gateway"]["endpoint"] = f"127.0.0.1:{p['g_grpc']}"
-        agent["service"]["telemetry"] = telemetry(p["a_m"])
-        (work / "agent.yaml").write_text(json.dumps(agent))
-        jaeger_env = {
-            "JAEGER_OTLP_GRPC_PORT": str(p["j_grpc"]),
-            "JAEGER_OTLP_HTTP_PORT": str(p["j_http"]),
-            "JAEGER_QUERY_HTTP_PORT": str(p["j_query"]),
-            "JAEGER_QUERY_GRPC_PORT": str(p["j_qgrpc"]),
-            "JAEGER_METRICS_PORT": str(p["j_m"]),
-            "JAEGER_DATA_DIR": str(work / "jaeger-data"),
-        }
-        tiers = {"agent": p["a_m"], "gateway": p["g_m"], "jaeger": p["j_m"]}
-        with (
-            process(
-                "jaeger",
-                [str(BIN / "jaeger"), "--config", str(CC / "jaeger.yaml")],
-                work,
-                p["j_m"],
-                **jaeger_env,
-            ) as jaeger,
-            process(
-                "gateway", [str(BIN / "jaeger"), "--config", str(work / "gateway.yaml")], work, p["g_m"]
-            ) as gateway,
-            process(
-                "agent", [str(BIN / "otelcol-agent"), "--config", str(work / "agent.yaml")], work, p["a_m"]
-            ) as agent_proc,
-        ):
-            pids = {"agent": agent_proc.pid, "gateway": gateway.pid, "jaeger": jaeger.pid}
-            time.sleep(5.0)
-            idle0 = {t: cpu_seconds(pid) for t, pid in pids.items()}
-            time.sleep(10.0)
-            idle = {t: cpu_seconds(pid) - idle0[t] for t, pid in pids.items()}
-            before = {t: cpu_seconds(pid) for t, pid in pids.items()}
-            # About the SDK's export batch (512 spans) a request, as a busy app sends them.
-            start, per_post = time.monotonic(), max(1, 512 // (calls + 1))
-            for i, first in enumerate(range(0, traces, per_post)):
-                time.sleep(max(0.0, start + i * per_post / rate - time.monotonic()))
-                post(p["a_http"], batch(template, first + 1, min(per_post, traces - first)))
-            elapsed = time.monotonic() - start
-            time.sleep(15.0)  # decision_wait, batch timeouts, Jaeger's writes
-            used = {t: cpu_seconds(pid) - before[t] for t, pid in pids.items()}
-            accepted = {
-                t: scrape(port).get("otelcol_receiver_accepted_spans_total", 0.0) for t, port in tiers.items()
-            }
-            window = elapsed + 15.0
+    window = elapsed + 15.0
     return {
         "traces": traces,
         "spans": traces * (calls + 1),
         "seconds": round(elapsed, 1),
         "loadavg": os.getloadavg()[0],
         "accepted_spans": accepted,
-        "idle_cpu_per_s": {t: round(v / 10.0, 4) for t, v in idle.items()},
+        "idle_cpu_per_s": {t: round(v, 4) for t, v in idle.items()},
         "cpu_s": {t: round(v, 2) for t, v in used.items()},
         "cpu_s_per_1000_spans": {t: round(used[t] / accepted[t] * 1000, 3) for t in tiers if accepted[t]},
         "cpu_s_per_1000_spans_less_idle": {
-            t: round((used[t] - idle[t] / 10.0 * window) / accepted[t] * 1000, 3)
-            for t in tiers
-            if accepted[t]
+            t: round((used[t] - idle[t] * window) / accepted[t] * 1000, 3) for t in tiers if accepted[t]
         },
     }
 
