@@ -115,3 +115,14 @@ def test_the_map_names_each_command_where_its_code_is() -> None:
     }
     assert {"doctor", "chaos"} <= set(where)
     assert [f"{name} ({path}" for name, path in where.items() if f"{name} ({path}" not in text] == []
+
+
+IMAGE = re.compile(r"!\[[^\]]+\]\(([^)]+)\)")
+
+
+def test_the_readme_shows_a_trace_near_its_top() -> None:
+    # The first screen a newcomer reads: a picture of what the package records, before the set-up.
+    text = (ROOT / "README.md").read_text()
+    head = "\n".join(text.splitlines()[:20])
+    images = IMAGE.findall(head)
+    assert images and all((ROOT / image).is_file() for image in IMAGE.findall(text))
