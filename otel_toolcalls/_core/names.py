@@ -1,4 +1,4 @@
-"""Every name the package emits, as ../shared/TELEMETRY.md fixes it.
+"""Every name the package emits, as docs/TELEMETRY.md fixes it.
 
 Names the GenAI semantic conventions define are spelled as they define them; the rest lives in
 the package's own ``toolcall.*`` namespace. Tests and the collector config import from here.

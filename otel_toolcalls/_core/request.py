@@ -62,10 +62,10 @@ class Request:
         """The request's ``StreamState``, made at the first need."""
         return self.state if self.state is not None else self.new_state()
 
-    def new_state(self, sdk_span: Callable[[], Any] | None = None) -> StreamState:
+    def new_state(self, find_sdk_span: Callable[[], Any] | None = None) -> StreamState:
         """A ``StreamState`` for a stream of this request. The inference span adopted, if any: the
-        SDK's own (``sdk_span``), the innermost, else another instrumentation's (``peer_span``)."""
-        adopted = sdk_span() if sdk_span is not None else None
+        SDK's own (``find_sdk_span``), the innermost, else another instrumentation's (``peer_span``)."""
+        adopted = find_sdk_span() if find_sdk_span is not None else None
         if adopted is None:
             adopted = self.peer_span
         host, port = self.server
@@ -91,14 +91,14 @@ class Request:
         *,
         key: object = None,
         owner: object = None,
-        sdk_span: Callable[[], Any] | None = None,
+        find_sdk_span: Callable[[], Any] | None = None,
         fresh: bool = True,
     ) -> Any:
         """The SDK's iterator, wrapped: ``key`` is what every view of the stream shares (the close
         hooks find the state there), ``owner`` what the user holds (its collection abandons it).
         ``fresh``: a new state for each stream of the request (a raw response parsed twice);
         otherwise the one ``stream()`` made (a request whose state exists before its stream)."""
-        state = self.new_state(sdk_span) if fresh or self.state is None else self.state
+        state = self.new_state(find_sdk_span) if fresh or self.state is None else self.state
         if key is not None:
             bind(key, state)
         if owner is not None:

@@ -84,9 +84,9 @@ class _Stand(Transparent):
         object.__setattr__(self, "_self_closed", False)
         response = stream.response
         request.server = _server(response)
-        sdk_span = functools.partial(_sdk_span, response)
+        find_sdk_span = functools.partial(_sdk_span, response)
         events = request.attach(
-            stream.generator, translate_event, key=response, owner=self, sdk_span=sdk_span
+            stream.generator, translate_event, key=response, owner=self, find_sdk_span=find_sdk_span
         )
         object.__setattr__(self, "_self_events", events)
 

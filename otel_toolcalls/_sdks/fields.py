@@ -7,7 +7,8 @@ from typing import Any
 
 
 class Fields:
-    """Each key as an attribute, a missing one None, a nested object as Fields; nothing copied."""
+    """Each key as an attribute, a missing one None, a nested object as Fields, a list its items
+    as Fields; nothing copied but the lists."""
 
     __slots__ = ("_data",)
 
@@ -15,5 +16,12 @@ class Fields:
         self._data = data
 
     def __getattr__(self, name: str) -> Any:
-        value = self._data.get(name)
-        return Fields(value) if isinstance(value, dict) else value
+        return _read(self._data.get(name))
+
+
+def _read(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Fields(value)
+    if isinstance(value, list):
+        return [_read(item) for item in value]
+    return value

@@ -206,9 +206,9 @@ class StainlessSDK:
             if route is None:
                 return iterator
             request = self._new_request(getattr(stream, "_client", None), options, route)
-        sdk_span = None if self.find_sdk_span is None else functools.partial(self.find_sdk_span, stream)
+        find = None if self.find_sdk_span is None else functools.partial(self.find_sdk_span, stream)
         owner = stream if self.watch_streams else None
-        return request.attach(iterator, route.translate, key=response, owner=owner, sdk_span=sdk_span)
+        return request.attach(iterator, route.translate, key=response, owner=owner, find_sdk_span=find)
 
     def _route_of(self, request: Request | None) -> Route | None:
         """The route of a request these patches made; None for another adapter's (LiteLLM's, another

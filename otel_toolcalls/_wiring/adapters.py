@@ -32,6 +32,10 @@ ADAPTERS: dict[str, str] = {
     "openai": f"{_P}.openai.adapter",
     "openai_realtime": f"{_P}.openai.realtime",
     "openai_responses_ws": f"{_P}.openai.responses_ws",
+    # openai-agents' own WebSocket models: the same server events on connections the openai SDK
+    # never sees.
+    "agents_realtime": f"{_P}.openai.agents_realtime",
+    "agents_responses_ws": f"{_P}.openai.agents_responses_ws",
     # Code that executes tools: its executions become execute_tool spans linked to their calls.
     "agent_framework": f"{_F}.agent_framework",
     "agno": f"{_F}.agno",
@@ -46,9 +50,6 @@ ADAPTERS: dict[str, str] = {
     "llama_index": f"{_F}.llama_index",
     "mcp": f"{_F}.mcp.adapter",
     "openai_agents": f"{_F}.openai_agents",
-    # openai-agents' own WebSocket models (streams the openai adapters do not see).
-    "agents_realtime": f"{_F}.agents_realtime",
-    "agents_responses_ws": f"{_F}.agents_responses_ws",
     "pydantic_ai": f"{_F}.pydantic_ai",
     "smolagents": f"{_F}.smolagents",
     "strands": f"{_F}.strands",

@@ -10,8 +10,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
 # `_core/state.py`, `_providers/formats/`, `tests/core/test_x.py::test_y`, `otel_toolcalls/package.py`;
-# templates (`<sdk>`) and globs (`*`) are no pointers.
-POINTER = re.compile(r"`((?:otel_toolcalls/|tests/|_[a-z]+/|testing/)[^`<>*\s]*)`")
+# a template (`_providers/<sdk>.py`) or a glob (`tests/linking/test_remote_*.py`) must match a file.
+POINTER = re.compile(r"`((?:otel_toolcalls/|tests/|_[a-z]+/|testing/)[^`\s]*)`")
+TEMPLATE = re.compile(r"<[a-z_]+>")
 
 
 def _pointers() -> list[str]:
@@ -20,6 +21,9 @@ def _pointers() -> list[str]:
 
 def _exists(pointer: str) -> bool:
     path = pointer.split("::")[0]
+    if "*" in path or TEMPLATE.search(path):
+        pattern = TEMPLATE.sub("*", path).rstrip("/")
+        return any(next(base.glob(pattern), None) for base in (ROOT, ROOT / "otel_toolcalls"))
     candidates = [ROOT / path, ROOT / "otel_toolcalls" / path]
     if not any(c.exists() for c in candidates):
         return False
@@ -55,6 +59,8 @@ def test_every_pointer_of_the_other_docs_exists() -> None:
 
 def test_the_check_sees_a_stale_pointer() -> None:
     assert not _exists("_core/inference_metrics.py")
+    assert not _exists("tests/test_<sdk>.py") and not _exists("tests/test_remote_*.py")
+    assert _exists("tests/providers/test_<sdk>.py") and _exists("_providers/formats/*.py")
     assert not _exists("tests/repo/test_import_graph.py::test_no_such_test")
     assert _exists("_core/metrics.py") and _exists(
         "tests/repo/test_import_graph.py::test_the_core_names_no_provider"
@@ -109,3 +115,14 @@ def test_the_map_names_each_command_where_its_code_is() -> None:
     }
     assert {"doctor", "chaos"} <= set(where)
     assert [f"{name} ({path}" for name, path in where.items() if f"{name} ({path}" not in text] == []
+
+
+IMAGE = re.compile(r"!\[[^\]]+\]\(([^)]+)\)")
+
+
+def test_the_readme_shows_a_trace_near_its_top() -> None:
+    # The first screen a newcomer reads: a picture of what the package records, before the set-up.
+    text = (ROOT / "README.md").read_text()
+    head = "\n".join(text.splitlines()[:20])
+    images = IMAGE.findall(head)
+    assert images and all((ROOT / image).is_file() for image in IMAGE.findall(text))

@@ -13,6 +13,7 @@ from typing import Any
 
 from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._providers.formats import anthropic_messages, chat_completions
+from otel_toolcalls._sdks.fields import Fields
 
 from . import converse
 
@@ -21,27 +22,6 @@ _log = logging.getLogger(__name__)
 _METRICS = "amazon-bedrock-invocationMetrics"
 _CONVERSE = frozenset(("messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
                        "messageStop", "metadata"))  # fmt: skip
-
-
-class View:
-    """A decoded JSON object read by attribute, as the translators read the SDKs' models; a key
-    that is absent reads None, an object a view, a list its items as views."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        self._data = data
-
-    def __getattr__(self, name: str) -> Any:
-        return _viewed(self._data.get(name))
-
-
-def _viewed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return View(value)
-    if isinstance(value, list):
-        return [_viewed(item) for item in value]
-    return value
 
 
 def translate_event(state: Sink, event: Any) -> None:
@@ -69,12 +49,12 @@ def translate_event(state: Sink, event: Any) -> None:
         if delta.get("type") == "input_json_delta":
             state.fragment(payload.get("index"), delta.get("partial_json"))
     elif kind is not None:
-        anthropic_messages.translate_event(state, View(payload))
+        anthropic_messages.translate_event(state, Fields(payload))
     elif "choices" in payload:
         # {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"tool_calls":[...]},
         #  "finish_reason":null}]}: a choice's finish reason completes its calls, as on OpenAI.
         # OpenAI's open-weight models (openai.gpt-oss-*): AWS documents their bodies as OpenAI's.
-        chat_completions.translate_chunk(state, View(payload))
+        chat_completions.translate_chunk(state, Fields(payload))
     elif not _CONVERSE.isdisjoint(payload):
         # {"contentBlockDelta":{...}}: Amazon Nova, whose Invoke API AWS documents as Converse's.
         converse.translate_event(state, payload)

@@ -29,7 +29,7 @@ PROVIDER = "aws.bedrock"
 
 
 @dataclass(frozen=True)
-class Route:
+class Operation:
     """A streaming operation (a request's ``route``): where its stream is in the response, and the
     translator of its parsed events."""
 
@@ -38,11 +38,11 @@ class Route:
     translate: Translator
 
 
-ROUTES: dict[str, Route] = {
+ROUTES: dict[str, Operation] = {
     route.operation: route
     for route in (
-        Route("ConverseStream", "stream", converse.translate_event),
-        Route("InvokeModelWithResponseStream", "body", invoke.translate_event),
+        Operation("ConverseStream", "stream", converse.translate_event),
+        Operation("InvokeModelWithResponseStream", "body", invoke.translate_event),
     )
 }
 
@@ -65,7 +65,7 @@ def begin(telemetry: Telemetry, client: Any, args: Any, kwargs: Any) -> Request 
 def hand_back(request: Request, result: Any) -> None:
     """Puts the traced stream in the response in place of the SDK's (a dict botocore made)."""
     route = request.route
-    if not isinstance(route, Route):  # only begin() makes the requests handed back here
+    if not isinstance(route, Operation):  # only begin() makes the requests handed back here
         return
     stream = result.get(route.key) if isinstance(result, dict) else None
     if stream is None or not hasattr(stream, "_event_generator"):
