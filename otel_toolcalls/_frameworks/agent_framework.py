@@ -38,9 +38,10 @@ from otel_toolcalls._wiring.patches import Patches, Requires
 from .own_spans import annotate_or_refuse
 
 _MODULE = "agent_framework._tools"
-# The tool's invocation (the call id), the span the framework opens inside it and the body's
-# call: all or none.
-_TARGETS = ("FunctionTool.invoke", "get_function_span", "FunctionTool.__call__")
+# The tool's invocation (the call id), the body's call and the span the framework opens around
+# it: all or none. A class always resolves ``__call__`` (its metaclass's): that it is the tool's
+# own is checked before wrapping it.
+_TARGETS = ("FunctionTool.invoke", "FunctionTool.__call__", "get_function_span")
 REQUIRES = Requires(sdk="agent-framework-core", targets=tuple((_MODULE, target) for target in _TARGETS))
 _patches = Patches()
 # What the framework writes for an invocation given no call id (a direct ``tool.invoke()``).
@@ -144,8 +145,15 @@ def _function_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any,
     return _inside(telemetry, opened, call_id, attributes.get(n.GEN_AI_TOOL_NAME))
 
 
+def _own_call() -> bool:
+    tools = sys.modules.get(_MODULE)
+    return "__call__" in vars(getattr(tools, "FunctionTool", object))
+
+
 def instrument(telemetry: Telemetry) -> bool:
-    wrappers = (_invoke, _function_span, _call)
+    if not _own_call():
+        return False
+    wrappers = (_invoke, _call, _function_span)
     for target, wrapper in zip(_TARGETS, wrappers, strict=True):
         if not _patches.wrap(_MODULE, target, functools.partial(wrapper, telemetry)):
             _patches.unwrap_all()
