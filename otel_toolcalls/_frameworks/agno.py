@@ -13,22 +13,31 @@ The streams of each run are those started by the first step of ``Model.process_r
 traced by the adapter of the SDK the model class streams through (``OpenAIChat``: openai), once.
 agno makes no OpenTelemetry spans itself (``agno.tracing`` loads OpenInference's separate
 instrumentation).
+
+Beside OpenInference's agno instrumentation (``openinference-instrumentation-agno``), whose TOOL
+span wraps the same ``execute`` / ``aexecute``, in either order of the two wrappers: that span is
+the execution's, annotated (outcome, call id, link) where it is current, at the call's
+``_build_entrypoint_args``, before agno's hooks, cache and the tool body; a strict refusal raises
+there and comes back as agno's failed result, as without it.
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Generator, Iterator
+from contextvars import ContextVar
 from typing import Any, cast
 
+from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.state import LIVE, Births, StreamState
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.execute import IncompleteToolCallError
+from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
 
@@ -44,9 +53,57 @@ REQUIRES = Requires(
         ("agno.run.team", "RunCancelledEvent.__init__"),
         (_MODEL, "Model.process_response_stream"),
         (_MODEL, "Model.aprocess_response_stream"),
+        # Where OpenInference's TOOL span, when instrumented, is annotated.
+        (_FUNCTION, "FunctionCall._build_entrypoint_args"),
     ),
 )
 _patches = Patches()
+# Where the call's arguments are built, inside ``execute`` / ``aexecute`` and so inside
+# OpenInference's TOOL span whichever wrapper is outer; before agno's hooks and the body.
+_ARGS = (_FUNCTION, "FunctionCall._build_entrypoint_args")
+# OpenInference's agno instrumentation (its module is never imported by the package: loaded, it
+# was imported by its instrumentor).
+OPENINFERENCE_AGNO = "openinference.instrumentation.agno"
+_args_hooked = False
+
+
+def _their_span_comes() -> bool:
+    """OpenInference's agno instrumentation is instrumented here, and the arguments hook is in place."""
+    module = sys.modules.get(OPENINFERENCE_AGNO)
+    if module is None or not _args_hooked:
+        return False
+    try:
+        return bool(module.AgnoInstrumentor().is_instrumented_by_opentelemetry)
+    except Exception as exc:  # its API changed: the package makes its own span, as without it
+        report("_frameworks.agno._their_span_comes", exc)
+        return False
+
+
+class _Deferred:
+    """A call whose execution span is OpenInference's, annotated at the call's arguments hook."""
+
+    __slots__ = ("call_id", "function_call", "telemetry")
+
+    def __init__(self, call_id: str, function_call: Any, telemetry: Telemetry) -> None:
+        self.call_id, self.function_call, self.telemetry = call_id, function_call, telemetry
+
+
+_deferred: ContextVar[_Deferred | None] = ContextVar("otel_toolcalls_agno_deferred", default=None)
+
+
+def _build_args(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+    deferred = _deferred.get()
+    if deferred is not None and deferred.function_call is instance:
+        _deferred.set(None)  # once: a nested call of another tool is not this execution
+        # OpenInference's span, current since its wrapper ran: the execution's. A strict
+        # refusal raises here (their span records it), before the hooks and the body.
+        annotate_execution(trace.get_current_span(), deferred.call_id, telemetry=deferred.telemetry)
+    return wrapped(*args, **kwargs)
+
+
+def _call_id(function_call: Any) -> str | None:
+    call_id = getattr(function_call, "call_id", None)
+    return call_id if isinstance(call_id, str) and call_id else None
 
 
 def _execution(function_call: Any, telemetry: Telemetry) -> Execution | None:
@@ -74,24 +131,40 @@ def _refused(function_call: Any, refused: IncompleteToolCallError) -> Any:
         raise refused from None
 
 
+def _deferring(instance: Any, telemetry: Telemetry) -> Any:
+    """The token of the call handed to the arguments hook, where OpenInference's span comes."""
+    call_id = _call_id(instance)
+    if call_id is None or not is_instrumentation_enabled() or not _their_span_comes():
+        return None
+    return _deferred.set(_Deferred(call_id, instance, telemetry))
+
+
 def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    execution = _execution(instance, telemetry) if is_instrumentation_enabled() else None
-    if execution is None:
-        return wrapped(*args, **kwargs)
+    deferring = _deferring(instance, telemetry)
+    execution = _execution(instance, telemetry) if is_instrumentation_enabled() and not deferring else None
     try:
-        return run(execution, wrapped, args, kwargs, _tool_error)
-    except IncompleteToolCallError as refused:  # raised entering, before the tool (agno catches the tool's)
+        if execution is not None:
+            return run(execution, wrapped, args, kwargs, _tool_error)
+        return wrapped(*args, **kwargs)
+    except IncompleteToolCallError as refused:  # raised before the tool (agno catches the tool's)
         return _refused(instance, refused)
+    finally:
+        if deferring is not None:
+            _deferred.reset(deferring)
 
 
 async def _aexecute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    execution = _execution(instance, telemetry) if is_instrumentation_enabled() else None
-    if execution is None:
-        return await wrapped(*args, **kwargs)
+    deferring = _deferring(instance, telemetry)
+    execution = _execution(instance, telemetry) if is_instrumentation_enabled() and not deferring else None
     try:
-        return await run_async(execution, wrapped, args, kwargs, _tool_error)
+        if execution is not None:
+            return await run_async(execution, wrapped, args, kwargs, _tool_error)
+        return await wrapped(*args, **kwargs)
     except IncompleteToolCallError as refused:
         return _refused(instance, refused)
+    finally:
+        if deferring is not None:
+            _deferred.reset(deferring)
 
 
 class _Runs:
@@ -208,6 +281,8 @@ def _run_cancelled_event(wrapped: Any, instance: Any, args: Any, kwargs: Any) ->
 
 
 def instrument(telemetry: Telemetry) -> bool:
+    global _args_hooked
+    _args_hooked = _patches.wrap(*_ARGS, _build_args)
     _patches.wrap(_FUNCTION, "FunctionCall.execute", functools.partial(_execute, telemetry))
     _patches.wrap(_FUNCTION, "FunctionCall.aexecute", functools.partial(_aexecute, telemetry))
     _patches.wrap("agno.run.agent", "RunCancelledEvent.__init__", _run_cancelled_event)
@@ -218,4 +293,6 @@ def instrument(telemetry: Telemetry) -> bool:
 
 
 def uninstrument() -> None:
+    global _args_hooked
+    _args_hooked = False
     _patches.unwrap_all()

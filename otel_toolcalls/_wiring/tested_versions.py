@@ -71,9 +71,10 @@ TESTED: dict[str, tuple[str, str]] = {
     #   1.26.0. Lanes 1.24.0, 1.26.0.
     "smolagents": ("1.24.0", "1.26.0"),
     # Microsoft Agent Framework: 1.0.0 (2026-04-02), its first release; the betas and release
-    #   candidates before it (from 2025-10) are not covered. FunctionTool.invoke(tool_call_id=...)
-    #   and the get_function_span it opens are the same from 1.0.0 to 1.23.0. Lanes 1.0.0 (in
-    #   -previous: -floor pins opentelemetry-api and openai below what it needs), 1.23.0.
+    #   candidates before it (from 2025-10) are not covered. FunctionTool.invoke(tool_call_id=...),
+    #   the get_function_span it opens and its __call__ of the body are the same from 1.0.0 to
+    #   1.23.0. Lanes 1.0.0 (in -previous: -floor pins opentelemetry-api and openai below what it
+    #   needs), 1.23.0.
     "agent-framework-core": ("1.0.0", "1.23.0"),
     # agno: 2.3.5 (2025-12-03), the first of the last twelve months; FunctionCall.execute / aexecute,
     #   Model.process_response_stream / aprocess_response_stream and RunCancelledEvent (agent and

@@ -40,8 +40,6 @@ body = Body()
 RELEASE = Version(version("agent-framework-core"))
 # From 1.3.0 the framework's streaming chat span is current while the stream is read.
 STREAM_SPAN_CURRENT = Version("1.3.0") <= RELEASE
-# From 1.19.0 the framework validates a call's arguments inside ``invoke``, not before it.
-VALIDATES_IN_INVOKE = Version("1.19.0") <= RELEASE
 FRAMEWORK_SCOPE = "agent_framework"
 # The refusal's own words, as the framework hands them to the model in the call's error result.
 REFUSAL = "refusing to execute tool call"
@@ -240,24 +238,33 @@ async def test_strict_refuses_before_the_body_as_an_error_result(
     assert text == "Sunny."
 
 
-async def test_cut_inside_the_string(instrument: Any, telemetry: Any, fake: Any, traced: bool) -> None:
-    instrument(strict=True)
-    fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"), answer())
-    _, results = await _run(_agent(fake))
-    assert body.calls == []
-    (result,) = results
-    if traced or not VALIDATES_IN_INVOKE:
-        # The framework's argument validation rejects the cut JSON before its span (or invoke).
-        assert executions(telemetry) == [] and REFUSAL not in result.exception
-    else:
-        # The package's span wraps the whole invocation: the refusal comes first.
-        (execution,) = executions(telemetry)
-        assert execution.attributes["toolcall.abort_reason"] == "truncated"
-        assert REFUSAL in result.exception
+@pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
+async def test_a_call_the_framework_refuses_has_no_execution_span(
+    instrument: Any, telemetry: Any, fake: Any, traced: bool, strict: bool
+) -> None:
+    # Cut by the token limit inside the arguments: the framework itself rejects the cut JSON
+    # ("Argument parsing failed") and never runs the body, in either setting, strict or not. The
+    # model then makes the call again, whole: that one runs, linked.
+    instrument(strict=strict)
+    again = ToolCall(name="get_weather", id="call_weather_2", arguments='{"location": "Zürich"}')
+    fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"), tool_call_script([again]), answer())
+    text, results = await _run(_agent(fake))
+    assert text == "Sunny."
+    refused, ran = results
+    assert refused.call_id == PARTIAL.id and "Argument parsing failed" in str(refused.result)
+    assert REFUSAL not in (refused.exception or "")  # the framework's refusal, not the package's
+    # One execution span, the completed call's: none for the call whose body never ran.
+    (execution,) = executions(telemetry)
+    assert execution.instrumentation_scope.name == _scope(traced)
+    assert execution.attributes["gen_ai.tool.call.id"] == again.id == ran.call_id
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    calls = {s.attributes["toolcall.call.id"]: s for s in telemetry.tool_spans()}
+    assert calls[PARTIAL.id].attributes["toolcall.outcome"] == "aborted"
+    assert [link.context.span_id for link in execution.links] == [calls[again.id].context.span_id]
+    assert body.calls == [("Zürich", execution.context.span_id)]
     # The framework sent the broken call back in the history: flagged on the next request.
-    chats = [s for s in telemetry.spans() if s.name.startswith("chat ")]
-    (_, second) = [s for s in chats if "toolcall.count" in s.attributes]
-    assert second.attributes["toolcall.replayed_aborted"] == 1
+    chats = [s for s in telemetry.spans() if s.name.startswith("chat ") and "toolcall.count" in s.attributes]
+    assert [s.attributes.get("toolcall.replayed_aborted", 0) for s in chats] == [0, 1, 1]
 
 
 async def test_cut_stream_ends_the_run_and_executes_nothing(

@@ -6,9 +6,11 @@ instrumentor's ``instrument()`` called with no arguments, in the order the mode 
 
     python tests/peers/executions.py FRAMEWORK MODE    # prints one JSON line
 
-FRAMEWORK: langchain, llama-index, openai-agents, smolagents. MODE: peer (theirs alone), ours (the package
-alone), ours-first, peer-first; auto: run under ``opentelemetry-instrument``, which instrumented
-everything before this module ran (its span processor is added to the provider it set).
+FRAMEWORK: langchain, llama-index, openai-agents, smolagents, agno (beside OpenInference's agno
+instrumentation, ``openinference-instrumentation-agno``, loaded the same way). MODE: peer (theirs
+alone), ours (the package alone), ours-first, peer-first; auto: run under
+``opentelemetry-instrument``, which instrumented everything before this module ran (its span
+processor is added to the provider it set).
 ``OTEL_TOOLCALLS_STRICT=true`` in the environment: strict mode.
 """
 
@@ -39,6 +41,9 @@ WHOLE = ToolCall(name="get_weather", id="call_weather_1", arguments='{"location"
 # of it and runs the tool (unless strict).
 PARTIAL = ToolCall(name="get_weather", id="call_weather_2", arguments='{"location": "Zürich, Sch')
 FINAL = ToolCall(name="final_answer", id="call_final_1", arguments='{"answer": "Sunny."}')
+# Whole arguments, then the token limit: agno answers cut JSON with a decoding error and never runs
+# it, so its truncated call is this one (run unless strict).
+WHOLE_CUT = ToolCall(name="get_weather", id="call_weather_2", arguments='{"location": "Zürich"}')
 
 # framework -> the official instrumentations opentelemetry-instrument loads beside it (entry point
 # names): the framework's and the openai SDK's, which its model streams through.
@@ -47,6 +52,7 @@ THEIRS = {
     "llama-index": ["llama_index", "openai"],
     "openai-agents": ["openai_agents", "openai"],
     "smolagents": ["smolagents", "openai"],
+    "agno": ["agno"],
 }
 OURS = "toolcalls"
 
@@ -95,6 +101,8 @@ def _answer(framework: str) -> Any:
 def _turn(fake: FakeProvider, framework: str, reply: str) -> None:
     if reply == "whole":
         fake.enqueue(tool_call_script([WHOLE]), _answer(framework))
+    elif reply == "whole-cut":
+        fake.enqueue(tool_call_script([WHOLE_CUT], finish_reason="length"), _answer(framework))
     else:
         fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"), _answer(framework))
 
@@ -185,11 +193,36 @@ def _smolagents(fake: FakeProvider, asynchronous: bool) -> Any:
         STEP_ERRORS.extend(_raised(s.error) for s in steps if getattr(s, "error", None) is not None)
 
 
+def _agno(fake: FakeProvider, asynchronous: bool) -> Any:
+    os.environ.setdefault("AGNO_TELEMETRY", "false")  # agno's own usage reports: no network here
+    from agno.agent import Agent
+    from agno.models.openai import OpenAIChat
+
+    model = OpenAIChat(id="gpt-4o-mini", base_url=fake.base_url + "/v1", api_key="sk-fake", max_retries=0)
+    agent = Agent(model=model, tools=[get_weather], telemetry=False)
+    question = "Weather in Zürich?"
+
+    async def events() -> list[Any]:
+        return [e async for e in agent.arun(question, stream=True, stream_events=True)]
+
+    seen = (
+        asyncio.run(events()) if asynchronous else list(agent.run(question, stream=True, stream_events=True))
+    )
+    # agno hands a failed tool's error to the model, not the caller: the refusal read from its text.
+    for event in seen:
+        tool = getattr(event, "tool", None)
+        if type(event).__name__ == "ToolCallCompletedEvent" and getattr(tool, "tool_call_error", False):
+            refused = "refusing to execute tool call" in str(tool.result)
+            STEP_ERRORS.append(["IncompleteToolCallError" if refused else "tool_error"])
+    return "".join(str(e.content) for e in seen if type(e).__name__ == "RunContentEvent" and e.content)
+
+
 LOOPS: dict[str, Callable[[FakeProvider, bool], Any]] = {
     "langchain": _langchain,
     "llama-index": _llama_index,
     "openai-agents": _openai_agents,
     "smolagents": _smolagents,
+    "agno": _agno,
 }
 # name -> (the model's first reply, async); every framework's loop runs async inside (llama-index,
 # openai-agents): only LangChain has both.
@@ -198,6 +231,8 @@ RUNS = {
     "llama-index": {"whole": ("whole", True), "truncated": ("partial", True)},
     "openai-agents": {"whole": ("whole", True), "truncated": ("partial", True)},
     "smolagents": {"whole": ("whole", False), "truncated": ("partial", False)},
+    "agno": {"whole": ("whole", False), "whole-async": ("whole", True), "truncated": ("whole-cut", False),
+             "truncated-async": ("whole-cut", True)},
 }
 
 

@@ -1,15 +1,17 @@
 """Beside the official OpenTelemetry GenAI instrumentations of a framework
 (``opentelemetry-instrumentation-genai-langchain`` / ``-llama-index`` / ``-openai-agents`` /
-``-smolagents``, each with
-``-openai``, through which the framework's model streams): an agent loop whose model calls a tool
-gets one inference span per request and one ``execute_tool`` span per execution, the official one
-where it makes one, with ``toolcall.outcome``, the call id and (completed calls only) the link; the
-outcomes are the package's alone; strict mode refuses an aborted call inside that span, before the
-body. Both instrumentation orders, through the entry points as ``opentelemetry-instrument`` loads
-them, and one real ``opentelemetry-instrument python`` run.
+``-smolagents``, each with ``-openai``, through which the framework's model streams), and beside
+OpenInference's agno instrumentation (``openinference-instrumentation-agno``: its TOOL span is the
+execution span, its LLM span the inference span, each known by its ``openinference.span.kind``): an
+agent loop whose model calls a tool gets one inference span per request and one ``execute_tool``
+span per execution, the official one where it makes one, with ``toolcall.outcome``, the call id and
+(completed calls only) the link; the outcomes are the package's alone; strict mode refuses an
+aborted call inside that span, before the body. Both instrumentation orders, through the entry
+points as ``opentelemetry-instrument`` loads them, and one real ``opentelemetry-instrument python``
+run.
 
-Runs in the ``peer-otel-genai-*`` lanes (tests/versions/run.py), skipped elsewhere; each
-combination is a process of its own (tests/peers/executions.py).
+Runs in the ``peer-otel-genai-*`` and ``peer-openinference-agno`` lanes (tests/versions/run.py),
+skipped elsewhere; each combination is a process of its own (tests/peers/executions.py).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ FRAMEWORKS = {
     "otel-genai-llama-index": "llama-index",
     "otel-genai-openai-agents": "openai-agents",
     "otel-genai-smolagents": "smolagents",
+    "openinference-agno": "agno",
 }
 FRAMEWORK = FRAMEWORKS.get(PEER, "")
 
@@ -40,7 +43,7 @@ pytestmark = pytest.mark.skipif(not FRAMEWORK, reason="runs in an official-instr
 
 ORDERS = ["ours-first", "peer-first"]
 # The frameworks whose lane also runs the loop under a real ``opentelemetry-instrument``.
-AUTO = {"langchain", "smolagents"}
+AUTO = {"agno", "langchain", "smolagents"}
 # The official instrumentations that make no execute_tool span (genai-smolagents 1.2b0: an
 # invoke_agent span around run(), inference spans for in-process models only): the package's alone.
 NO_EXECUTION_SPANS = {"smolagents"}
@@ -66,16 +69,24 @@ def _ours(span: dict[str, Any]) -> bool:
     return span["scope"] == "otel_toolcalls"
 
 
+def _kind(span: dict[str, Any]) -> Any:
+    return span["attributes"].get("openinference.span.kind")
+
+
 def _executions(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [s for s in spans if s["attributes"].get("gen_ai.operation.name") == "execute_tool"]
+    operation = "gen_ai.operation.name"
+    return [s for s in spans if s["attributes"].get(operation) == "execute_tool" or _kind(s) == "TOOL"]
 
 
 def _executions_of(tool: str, spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [s for s in _executions(spans) if s["attributes"].get("gen_ai.tool.name") == tool]
+    named = ("gen_ai.tool.name", "tool.name")
+    return [s for s in _executions(spans) if tool in (s["attributes"].get(name) for name in named)]
 
 
 def _inference(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [s for s in spans if s["attributes"].get("gen_ai.operation.name") in INFERENCE]
+    return [
+        s for s in spans if s["attributes"].get("gen_ai.operation.name") in INFERENCE or _kind(s) == "LLM"
+    ]
 
 
 def _outcome(span: dict[str, Any]) -> tuple[Any, ...]:

@@ -196,6 +196,10 @@ PEER_LANES = [
                                             "llama-index-llms-openai": "0.8.3",
                                             "llama-index-core": "0.14.25"},
          PEER_TESTS, extra=["openai"], peer="openinference-llama-index"),
+    # agno's newest covered release (the main framework venv's) with OpenInference's agno
+    # instrumentation: its TOOL span is the execution span (tests/peers/test_official_executions.py).
+    Lane("peer-openinference-agno", {"openinference-instrumentation-agno": "1.0.15", "agno": "3.1.10"},
+         [OFFICIAL_EXECUTIONS], extra=["openai", "opentelemetry-distro"], peer="openinference-agno"),
 ]  # fmt: skip
 
 LANES = [
