@@ -39,6 +39,7 @@ body = Body()
 ADK = Version(google.adk.__version__)
 # Whether ADK runs a turn's calls at its turnComplete (the module docstring), or at each toolCall.
 HOLDS_CALLS = Version("1.39.1") <= ADK
+POOL = Version("1.24.0") <= ADK  # RunConfig.tool_thread_pool_config
 KEPT = live.FunctionCall("get_weather", {"location": "Zürich"}, "fc_kept")
 CANCELLED = live.FunctionCall("get_weather", {"location": "Bern"}, "fc_cancelled")
 ANSWER = "Sunny."
@@ -77,7 +78,7 @@ def _model(endpoint: live.LiveEndpoint) -> Gemini:
     return FakeEndpointGemini(model=live.MODEL)
 
 
-async def _run_live(endpoint: live.LiveEndpoint) -> list[Any]:
+async def _run_live(endpoint: live.LiveEndpoint, **settings: Any) -> list[Any]:
     """One live run as ADK's docs show it: a question into the queue, the events read until the
     model's answer after the tool's."""
     agent = LlmAgent(name="weather", model=_model(endpoint), tools=[get_weather])
@@ -85,7 +86,7 @@ async def _run_live(endpoint: live.LiveEndpoint) -> list[Any]:
     session = await runner.session_service.create_session(app_name="t", user_id="u")
     queue = LiveRequestQueue()
     queue.send_content(types.Content(role="user", parts=[types.Part(text="Weather in Zürich?")]))
-    config = RunConfig(response_modalities=["TEXT"])
+    config = RunConfig(response_modalities=["TEXT"], **settings)
     events: list[Any] = []
     run = runner.run_live(user_id="u", session_id=session.id, live_request_queue=queue, run_config=config)
     async with contextlib.aclosing(run) as stream:
@@ -153,6 +154,27 @@ async def test_live_completed_call_annotates_adk_span_and_links(
     assert body.calls == [("Zürich", execution.context.span_id)]
     assert _answered(endpoint) == [KEPT.call_id]
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
+
+
+async def test_live_call_in_the_tool_thread_pool_annotates_adk_span(
+    instrument: Any, telemetry: Any, endpoint: live.LiveEndpoint, monkeypatch: Any
+) -> None:
+    if not POOL:
+        # 1.20 has no tool thread pool: nothing else runs a live tool.
+        assert "tool_thread_pool_config" not in RunConfig.model_fields
+        return
+    from google.adk.agents.run_config import ToolThreadPoolConfig
+
+    trace_adk(telemetry, monkeypatch)
+    endpoint.enqueue(_script(KEPT))
+    await _run_live(endpoint, tool_thread_pool_config=ToolThreadPoolConfig(max_workers=2))
+    execution = _adk_executions(telemetry)[str(KEPT.call_id)]
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [link.context.span_id for link in execution.links] == [
+        _call(telemetry, str(KEPT.call_id)).context.span_id
+    ]
+    assert body.locations == ["Zürich"]
+    assert _answered(endpoint) == [KEPT.call_id]
 
 
 async def test_live_without_adk_tracing_the_package_makes_the_span(
