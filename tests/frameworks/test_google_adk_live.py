@@ -21,6 +21,7 @@ from typing import Any
 
 import google.adk
 import pytest
+from examples_run import run_example
 from framework_spans import ADK_SCOPE, Body, executions, trace_adk
 from google import genai
 from google.adk.agents import LlmAgent
@@ -242,3 +243,26 @@ async def test_live_strict_refuses_the_cancelled_call(
     assert execution.attributes["toolcall.outcome"] == "aborted"
     assert execution.attributes["toolcall.abort_reason"] == "cancelled"
     assert execution.links == ()
+
+
+def test_the_example_under_opentelemetry_instrument() -> None:
+    lines, spans = run_example("google_adk_live_agent.py")
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    assert {k: v["attributes"]["toolcall.outcome"] for k, v in calls.items()} == {
+        "fc_weather": "completed",
+        "fc_booking": "aborted",
+    }
+    runs = [
+        s for s in spans if s["name"].startswith("execute_tool ") and "toolcall.outcome" in s["attributes"]
+    ]
+    (weather,) = [s for s in runs if s["attributes"].get("gen_ai.tool.call.id") == "fc_weather"]
+    (link,) = weather["links"]
+    assert link["context"]["span_id"] == calls["fc_weather"]["context"]["span_id"]
+    ran = [line for line in lines if line.startswith("ran ")]
+    if not HOLDS_CALLS:
+        # 1.20 ran the booking before the cancellation was read (the module docstring).
+        assert ran == ["ran get_weather('Zürich')", "ran book_table('19:30')"]
+        return
+    assert ran == ["ran get_weather('Zürich')"] and "refused fc_booking: cancelled" in lines
+    (refused,) = [s for s in runs if s["status"]["status_code"] == "ERROR"]
+    assert refused["attributes"]["toolcall.outcome"] == "aborted" and refused["links"] == []
