@@ -10,7 +10,9 @@ before it is read before ADK runs anything), so strict mode refuses the cancelle
 ``run_live`` raises the refusal to its caller (as ``run_async`` does). 1.20.0 runs each call as its
 ``toolCall`` arrives, before the cancellation is read: both calls run, linked, and the cancelled
 one's ``tool_call`` span ends ``aborted`` afterwards (TELEMETRY section 6, "Revoked after
-completion": an execution started before the revocation keeps its link).
+completion": an execution started before the revocation keeps its link). It ends so although ADK
+had answered it: 1.20 answers through the deprecated ``session.send(input=...)``, which the Gemini
+Live adapter does not read as an answer (it reads ``send_tool_response``), so nothing sealed it.
 """
 
 from __future__ import annotations
