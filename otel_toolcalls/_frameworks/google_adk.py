@@ -3,6 +3,14 @@
 Choke point: ``_call_tool_async``, the call of ``tool.run_async`` once the before-tool callbacks let
 it run. ADK's own ``execute_tool {name}`` span around it gets the outcome and the link; when ADK's
 tracer records nothing, the package makes the execution span.
+
+``Runner.run_live`` runs its tools through the same choke point, but from 2.10 its module
+(``tools._live_caller``) imports ``_call_tool_async`` and ``_call_tool_in_thread_pool`` by name: its
+own references are patched there, whichever was imported first. Before 2.10 the live path calls
+the module globals of ``functions`` (``_tool_caller`` in 2.9), patched with the rest; its thread
+pool came in 1.24. A call the server cancelled (``toolCallCancellation``, revoked by the Gemini
+Live adapter) before ADK runs it reads aborted: strict mode refuses its body (ADK itself ignores
+the cancellation).
 """
 
 from __future__ import annotations
@@ -22,12 +30,17 @@ from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
 from .own_spans import annotate_or_refuse
 
 _FLOWS = "google.adk.flows.llm_flows"
+_LIVE = f"{_FLOWS}.tools._live_caller"
+_CALL, _POOL = "_call_tool_async", "_call_tool_in_thread_pool"
 REQUIRES = Requires(
     sdk="google-adk",
-    targets=((f"{_FLOWS}.tools._caller", "_call_tool_async"),),
+    # _POOL: run_config.tool_thread_pool_config, the live path's other way to run a tool.
+    targets=((f"{_FLOWS}.tools._caller", _CALL), (_LIVE, _CALL), (_LIVE, _POOL)),
+    surfaces=((_LIVE, "handle_function_calls_live"),),
     earlier=(
-        Earlier("2.10.0", ((f"{_FLOWS}._tool_caller", "_call_tool_async"),)),
-        Earlier("2.9.0", ((f"{_FLOWS}.functions", "__call_tool_async"),)),
+        Earlier("2.10.0", ((f"{_FLOWS}._tool_caller", _CALL), (f"{_FLOWS}._tool_caller", _POOL))),
+        Earlier("2.9.0", ((f"{_FLOWS}.functions", f"_{_CALL}"), (f"{_FLOWS}.functions", _POOL))),
+        Earlier("1.24.0", ((f"{_FLOWS}.functions", f"_{_CALL}"),)),
     ),
 )
 _patches = Patches()
@@ -68,7 +81,7 @@ async def _annotated(
 
 
 def _call_tool_async(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    # _call_tool_async(tool, args=..., tool_context=...)
+    # _call_tool_async(tool, args=..., tool_context=...), _call_tool_in_thread_pool(the same, max_workers=...)
     if not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     tool = kwargs.get("tool", args[0] if args else None)

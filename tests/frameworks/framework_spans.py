@@ -3,6 +3,7 @@ the scripts of a turn that calls one tool then answers."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from opentelemetry import trace
@@ -51,3 +52,17 @@ def executions(telemetry: Any) -> list[Any]:
     return [
         s for s in telemetry.spans() if (s.attributes or {}).get("gen_ai.operation.name") == "execute_tool"
     ]
+
+
+ADK_SCOPE = "gcp.vertex.agent"
+
+
+def trace_adk(telemetry: Any, monkeypatch: Any) -> None:
+    """ADK's own spans go to the test's provider (ADK's tracer reads the global one); in 1.x its
+    modules hold the tracer under their own names too."""
+    from google.adk.telemetry import tracing
+
+    adk_tracer = tracing.tracer
+    for name, module in list(sys.modules.items()):
+        if name.startswith("google.adk") and getattr(module, "tracer", None) is adk_tracer:
+            monkeypatch.setattr(module, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))

@@ -19,17 +19,25 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 from typing import Any
 
 import google.adk
 import pytest
-from framework_spans import PARTIAL, WHOLE, Body, completed_turn, cut_turn, executions, truncated_turn
+from framework_spans import (
+    ADK_SCOPE,
+    PARTIAL,
+    WHOLE,
+    Body,
+    completed_turn,
+    cut_turn,
+    executions,
+    trace_adk,
+    truncated_turn,
+)
 from google.adk.agents import LlmAgent
 from google.adk.agents.run_config import RunConfig, StreamingMode
 from google.adk.models import Gemini
 from google.adk.runners import InMemoryRunner
-from google.adk.telemetry import tracing
 from google.genai import types
 from opentelemetry.trace import StatusCode
 from packaging.version import Version
@@ -38,7 +46,6 @@ from otel_toolcalls import IncompleteToolCallError
 from otel_toolcalls.testing import gemini as g
 
 body = Body()
-ADK_SCOPE = "gcp.vertex.agent"
 ADK = Version(google.adk.__version__)
 # Whether ADK reports a truncated Gemini stream as a MAX_TOKENS event (the module docstring).
 MAX_TOKENS_EVENT = Version("1.39.1") <= ADK
@@ -60,18 +67,10 @@ def _clear(monkeypatch: Any, fake: Any) -> None:
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", fake.base_url)
 
 
-def _trace_adk(telemetry: Any, monkeypatch: Any) -> None:
-    """ADK's own spans go to the test's provider (ADK's tracer reads the global one); in 1.x its
-    modules hold the tracer under their own names too."""
-    adk_tracer = tracing.tracer
-    for name, module in list(sys.modules.items()):
-        if name.startswith("google.adk") and getattr(module, "tracer", None) is adk_tracer:
-            monkeypatch.setattr(module, "tracer", telemetry.tracer_provider.get_tracer(ADK_SCOPE))
-
 
 @pytest.fixture
 def adk_traced(telemetry: Any, monkeypatch: Any) -> None:
-    _trace_adk(telemetry, monkeypatch)
+    trace_adk(telemetry, monkeypatch)
 
 
 def _gemini_turn(call_id: str | None, finish_reason: str = "STOP") -> list[Any]:
@@ -199,7 +198,7 @@ async def test_strict_refuses_the_truncated_call_inside_adk_span(
     instrument: Any, telemetry: Any, fake: Any, monkeypatch: Any, traced: bool
 ) -> None:
     if traced:
-        _trace_adk(telemetry, monkeypatch)
+        trace_adk(telemetry, monkeypatch)
     instrument(strict=True)
     fake.enqueue(*_gemini_turn("fc_1", finish_reason="MAX_TOKENS"))
     with pytest.raises(IncompleteToolCallError) as raised:

@@ -84,6 +84,8 @@ ADAPTERS = {
     "haystack": ("execution", "call_haystack"),
     "dspy": ("execution", "call_dspy"),
 }
+# More calls an app streams, each checked as its adapter's first: google_adk's through Runner.run_live.
+MORE_CALLS = {"google_adk": ("call_google_adk_live",)}
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}
 # (adapter, venv, requirements) for every framework lane of every framework adapter.
@@ -237,6 +239,11 @@ def test_the_span_comes_out(runs: Any, adapter: str, variant: str) -> None:
     # A healthy SDK is instrumented without a word.
     assert "otel_toolcalls" not in result.stderr, result.stderr[-4000:]
     spans = console_spans(result.stdout)
+    for each in (call_id, *MORE_CALLS.get(adapter, ())):
+        _assert_span(spans, adapter, kind, each)
+
+
+def _assert_span(spans: list[Any], adapter: str, kind: str, call_id: str) -> None:
     key = "toolcall.tool.name" if adapter in BY_TOOL_NAME else "toolcall.call.id"
     calls = [s for s in spans if s["name"].startswith("tool_call ") and s["attributes"].get(key) == call_id]
     assert len(calls) == 1, [s["name"] for s in spans]
