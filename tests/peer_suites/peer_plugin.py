@@ -8,7 +8,8 @@ new ones). A peer's ``uninstrument()`` leaves the package on: a peer whose ``uni
 nothing still runs, and the package must not be off beside it. ``bare``: nothing is instrumented.
 
 Test by test it records what the package made on those providers: its own spans (and how many under
-a peer's span), its inference spans that a peer's CLIENT span overlapped (a second inference span),
+a peer's span), its inference spans beside a peer's CLIENT span (a second inference span:
+overlapping it, or for the same model) and those beside none (a request the peer did not trace),
 the ``toolcall.*`` keys it set on a peer's span, and each internal error (the package logs each one,
 ``otel_toolcalls: internal error in <site>``). Written per process to
 ``$SDK_SUITE_OUT-facts.<process>.json``.
@@ -28,10 +29,11 @@ ORDER = os.environ.get("PEER_SUITE_ORDER", "bare")
 SCOPE = "otel_toolcalls"
 OUTSIDE = "(outside a test)"
 ERROR = "otel_toolcalls: internal error in "
+MODEL = "gen_ai.request.model"
 
 
 def _new_facts() -> dict[str, Any]:
-    return {"own": 0, "own_under_peer": 0, "second": [], "annotated": [], "errors": {}}
+    return {"own": 0, "own_under_peer": 0, "alone": 0, "second": [], "annotated": [], "errors": {}}
 
 
 class _Facts:
@@ -64,17 +66,27 @@ class _Facts:
         return not parents or parents[0].instrumentation_scope.name != SCOPE
 
     def test_ended(self) -> None:
-        """The package's inference spans that overlapped a peer's CLIENT span of the same test."""
+        """The package's inference spans beside a peer's CLIENT span of the same test: one that
+        overlapped it, or one for the same model (a peer's span that is never current can start
+        after the package's has ended)."""
         ours = [s for s in self.ended if s.instrumentation_scope.name == SCOPE and s.kind.name == "CLIENT"]
         peers = [s for s in self.ended if s.instrumentation_scope.name != SCOPE and s.kind.name == "CLIENT"]
         for span in ours:
-            if any(p.start_time <= span.end_time and span.start_time <= p.end_time for p in peers):
+            if any(_beside(span, peer) for peer in peers):
                 self.now()["second"].append(span.name)
+            else:
+                self.now()["alone"] += 1  # a request the peer did not trace
         self.ended = []
 
     def error(self, site: str) -> None:
         errors = self.now()["errors"]
         errors[site] = errors.get(site, 0) + 1
+
+
+def _beside(ours: Any, peer: Any) -> bool:
+    model = (ours.attributes or {}).get(MODEL)
+    overlap = peer.start_time <= ours.end_time and ours.start_time <= peer.end_time
+    return overlap or (model is not None and (peer.attributes or {}).get(MODEL) == model)
 
 
 FACTS = _Facts()

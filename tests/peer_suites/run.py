@@ -9,8 +9,9 @@ suite handed the peer); ``before`` (the package right before it). The lane's plu
 (tests/peer_suites/peer_plugin.py) records, test by test, what the package made and added. Each
 test whose outcome differs from bare is classed:
 
-  (a) the package's own spans under the peer's: the failure is a count of spans, and the package's
-      spans under the peer's span make the difference;
+  (a) the package's own spans under the peer's (or its inference span for a request the peer does
+      not trace, which the package makes as it would alone): the failure is a count of spans, or
+      the test met one of those spans where it expected the peer's, and they make the difference;
   (b) its documented ``toolcall.*`` annotations on an adopted span: the failure is a dict comparison
       whose only difference is extra ``toolcall.*`` items the package set on the peer's span;
   (c) anything else.
@@ -167,6 +168,11 @@ def with_facts(run: dict, out: Path) -> dict:
 COUNT = re.compile(r"^E\s+(?:AssertionError: )?assert (\d+) == (\d+)$")
 OWN_NAME = re.compile(r"['\"](?:tool_call|execute_tool) ")
 OWN_ATTRIBUTES = re.compile(r"^(?:E\s+.*|self = )\{?.*'toolcall\.tool\.name': ")
+# A sequence of spans compared whole (``spans == ()``), the left one longer.
+MORE_SPANS = re.compile(
+    r"^E\s+Left contains (one|\d+) more items?(?:, first extra item)?: "
+    r"<opentelemetry\.sdk\.trace\.ReadableSpan"
+)
 
 
 def _assertion(failure: str) -> list[str]:
@@ -184,11 +190,17 @@ def _assertion(failure: str) -> list[str]:
 
 
 def own_spans_seen(failure: str, own: int) -> bool:
-    """The failed assertion is a count of spans off by at most the package's own spans under the
-    peer's, or it met one of the package's spans: by its name, or reading one of its attributes."""
+    """The failed assertion is a count of spans (or a sequence of them) off by at most the package's
+    own spans (under the peer's, or its inference span for a request the peer did not trace), or it
+    met one of the package's spans: by its name, or reading one of its attributes."""
     if any(OWN_ATTRIBUTES.match(line) for line in failure.splitlines()):
         return True
     block = _assertion(failure)
+    for line in block:
+        more = MORE_SPANS.match(line)
+        if more:
+            # and no span of both sides differs
+            return int(more.group(1).replace("one", "1")) <= own and not any("At index" in x for x in block)
     for index, line in enumerate(block):
         found = COUNT.match(line)
         if found and any(f"where {found.group(1)} = len(" in rest for rest in block[index + 1 :]):
@@ -215,7 +227,8 @@ def classify(name: str, bare: dict, run: dict) -> str:
     failure = run["failures"].get(name, "")
     if bare["outcomes"].get(name) != "passed" or run["outcomes"].get(name) != "failed":
         return "c"
-    if facts.get("own_under_peer") and own_spans_seen(failure, facts["own_under_peer"]):
+    own = facts.get("own_under_peer", 0) + facts.get("alone", 0)
+    if own and own_spans_seen(failure, own):
         return "a"
     if facts.get("annotated") and annotations_only(failure, facts["annotated"]):
         return "b"

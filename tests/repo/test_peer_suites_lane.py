@@ -71,9 +71,11 @@ def stream(spans):
 
     def streamed(attributes):
         fake.enqueue(tool_call_script([WEATHER]))
+        client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
+        if attributes is None:  # a request the peer does not trace
+            return list(client.chat.completions.create(**request()))
         tracer = Peer.tracer
         with tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT, attributes=attributes):
-            client = openai.OpenAI(base_url=fake.base_url + "/v1", api_key="k", max_retries=0)
             for _ in client.chat.completions.create(**request()):
                 pass
         ended = spans.get_finished_spans()
@@ -101,6 +103,11 @@ def test_something_else(stream):
 
 def test_span_without_attributes(stream):
     stream({})
+
+
+def test_untraced_request(stream, spans):
+    stream(None)
+    assert spans.get_finished_spans() == ()
 
 
 def test_no_request(spans):
@@ -138,6 +145,7 @@ def test_each_difference_is_classed_by_what_the_package_did(tmp_path, order, cap
         "test_exact_attributes": "b",
         "test_something_else": "c",
         "test_span_without_attributes": "second",
+        "test_untraced_request": "a",  # the package's inference span, the peer making none
         "test_no_request": "c",  # not changed: judge never asks
     }
     assert beside["facts"]["test_peer.py::test_counts_spans"]["own_under_peer"] == 1
@@ -147,7 +155,7 @@ def test_each_difference_is_classed_by_what_the_package_did(tmp_path, order, cap
     assert not run.judge(PEER, order, bare, beside, print)
     said = capsys.readouterr().out
     assert (
-        f"stand-in 1.0 {order}: 5 tests, 3 differ from bare (1 a, 1 b, 1 c, 0 second inference span); "
+        f"stand-in 1.0 {order}: 6 tests, 4 differ from bare (2 a, 1 b, 1 c, 0 second inference span); "
         in said
     )
     assert "a second inference span: test_peer.py::test_span_without_attributes: bare passed" in said
@@ -220,6 +228,28 @@ def test_a_test_lost_in_one_order_fails_the_lane(tmp_path) -> None:
         ("E       AssertionError: assert 'tool_call get_weather' == 'chat gpt-4o-mini'", 1, [], "a"),
         ("E       AssertionError: assert 'chat gpt-4o' == 'chat gpt-4o-mini'", 1, [], "c"),
         (
+            "self = {'gen_ai.provider.name': 'openai', 'toolcall.tool.name': 'get_weather'}\n"
+            "E       KeyError: 'gen_ai.tool.definitions'",
+            1,
+            [],
+            "a",
+        ),  # it read the package's span
+        ("E       KeyError: 'gen_ai.tool.definitions'", 1, [], "c"),
+        (
+            "E       assert (<opentelemet...f6ec335b050>,) == ()\nE         \n"
+            "E         Left contains one more item: <opentelemetry.sdk.trace.ReadableSpan object at 0x7f>",
+            1,
+            [],
+            "a",
+        ),
+        (
+            "E       assert (<opentelemet...f6ec335b050>,) == ()\nE         \n"
+            "E         Left contains one more item: <opentelemetry.sdk.trace.ReadableSpan object at 0x7f>",
+            0,
+            [],
+            "c",
+        ),
+        (
             "E       AssertionError: assert {'a': 1, 'toolcall.outcome': 'completed'} == {'a': 1}\n"
             "E         Omitting 1 identical items, use -vv to show\n"
             "E         Left contains 1 more item:\nE         {'toolcall.outcome': 'completed'}",
@@ -236,7 +266,19 @@ def test_a_test_lost_in_one_order_fails_the_lane(tmp_path) -> None:
             "c",
         ),  # a key the package did not set
     ],
-    ids=["count", "count-beyond", "count-fewer", "name", "other-name", "annotation", "unknown-key"],
+    ids=[
+        "count",
+        "count-beyond",
+        "count-fewer",
+        "name",
+        "other-name",
+        "own-attributes",
+        "other-key-error",
+        "one-more-span",
+        "one-more-span-not-its",
+        "annotation",
+        "unknown-key",
+    ],
 )
 def test_the_classes_of_a_failure(failure, own, annotated, expected) -> None:
     name = "t.py::t"
