@@ -121,7 +121,7 @@ test: test-setup
 # The old-SDK lanes and the framework venvs use venvs of their own, so they run side by side (each
 # target's output kept together): one after the other they took CI past 14 of its 15 minutes.
 lanes: $(VENV)/.stamp-test
-	$(MAKE) --no-print-directory -j2 -O versions frameworks
+	$(MAKE) --no-print-directory -j2 -O versions frameworks peer-suites
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
 # their own, rebuilt when their requirements change. There run their tests, and the lane-aware
@@ -181,6 +181,16 @@ versions: $(VENV)/.stamp-test
 sdk-suites: $(VENV)/.stamp-test
 	$(PY) tests/sdk_suites/run.py
 
+# The peers' own test suites (those whose sdists carry their tests: openai-v2 with its cassettes,
+# OpenLLMetry's openai), bare and with the package instrumented on the peer's own providers, after
+# the peer and before it, in venvs of their own under .peer-suites/ (tests/peer_suites/run.py).
+# Fails on a second inference span, on a run where the package recorded nothing, on any
+# toolcall.internal_errors, on any test lost, and on a difference from bare other than the package's
+# own spans under the peer's and its toolcall.* annotations on the peer's span.
+.PHONY: peer-suites
+peer-suites: $(VENV)/.stamp-test
+	$(PY) tests/peer_suites/run.py
+
 # Each peer goes into its own venv under .bench-venvs/ (benchmarks/venvs.py): they patch the same SDKs.
 bench: $(VENV)/.stamp-test
 	$(PY) benchmarks/run.py
@@ -192,7 +202,7 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .newest .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .peer-suites .newest .pytest_cache .mypy_cache .ruff_cache
 
 # ---- The pipeline users run (issue 30): Jaeger v2 and the agent tier's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its

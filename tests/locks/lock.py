@@ -148,6 +148,22 @@ def _suite_envs() -> list[Env]:
     return envs
 
 
+def _peer_envs() -> list[Env]:
+    lane = _script("tests/peer_suites/run.py", "peer_suites_run")
+    envs = []
+    for peer in lane.PEERS.values():
+
+        def inputs(peer=peer) -> list[str]:  # type: ignore[no-untyped-def]
+            log = lane.WORK / "logs" / f"lock-{peer.name}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            tree = lane.suites.sdist(peer.dist, peer.version, log, lane.WORK)
+            return [*lane.requirements(peer, tree), *_pyproject()["project"]["dependencies"]]
+
+        fixed = (*lane.requirements(peer, None), *_pyproject()["project"]["dependencies"])
+        envs.append(Env(f"peer-suite-{peer.name}", inputs, fixed=fixed))
+    return envs
+
+
 def environments() -> list[Env]:
     """Every environment ``make test`` (and ``make demo``) builds."""
     return [
@@ -157,6 +173,7 @@ def environments() -> list[Env]:
         *_framework_envs(),
         *_version_envs(),
         *_suite_envs(),
+        *_peer_envs(),
     ]
 
 

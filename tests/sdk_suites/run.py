@@ -89,21 +89,24 @@ def _run(cmd: Sequence[str], log: Path, cwd: Path = ROOT, env: dict[str, str] | 
         ).returncode
 
 
-def sdist(sdk: str, version: str, log: Path) -> Path:
-    """The release's source distribution, unpacked (the tests are in it, not in the wheel)."""
-    tree = WORK / "src" / f"{sdk}-{version}"
+def sdist(sdk: str, version: str, log: Path, work: Path = WORK) -> Path:
+    """The release's source distribution, unpacked under ``work`` (the tests are in it, not in the
+    wheel)."""
+    # The sdist's file and folder name: the distribution's name normalized (PEP 625).
+    stem = re.sub(r"[-_.]+", "_", sdk).lower()
+    tree = work / "src" / f"{stem}-{version}"
     if (tree / "tests").is_dir():
         return tree
-    download = WORK / "src" / "downloads"
+    download = work / "src" / "downloads"
     download.mkdir(parents=True, exist_ok=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", "download"]
     # --no-binary for the SDK alone: with :all:, pip built the sdist's build backend and its
     # requirements from their sdists too, to read its metadata.
     if _run([*pip, "--no-binary", sdk, "--no-deps", "-d", download, f"{sdk}=={version}"], log) != 0:
         raise SystemExit(f"{sdk} {version}: no sdist downloaded (see {log})")
-    archive = next(download.glob(f"{sdk}-{version}.tar.gz"))
+    archive = next(download.glob(f"{stem}-{version}.tar.gz"))
     with tarfile.open(archive) as tar:
-        tar.extractall(WORK / "src", filter="data")
+        tar.extractall(work / "src", filter="data")
     if not (tree / "tests").is_dir():
         raise SystemExit(f"{sdk} {version}: the sdist carries no tests/")
     return tree
@@ -145,27 +148,35 @@ def venv_for(suite: Suite, version: str, tree: Path, package: Path, log: Path) -
     locked = version == TESTED[suite.sdk][1]
     wanted = lock.read_text() if locked else requirements(suite, version, tree)
     venv = WORK / f"venv-{suite.sdk}{_other(package)}"
+    pip = [UV, "pip", "install", "-q", "--python", venv / "bin" / "python"]
+    if not installed(venv, [*pip, *wanted] if not locked else None, lock if locked else None, package, log):
+        raise SystemExit(f"{suite.sdk}: install failed (see {log})")
+    return venv
+
+
+def installed(venv: Path, install: Sequence | None, lock: Path | None, package: Path, log: Path) -> bool:
+    """Builds ``venv`` from ``lock`` (hashed, synced) or by the ``install`` command, with ``package``
+    (editable, no dependencies), unless its stamp says it holds that already; False when an install
+    failed."""
+    if UV is None:
+        raise SystemExit("uv is needed (the test extra installs it): make .venv/.stamp-test")
+    python = venv / "bin" / "python"
+    wanted = lock.read_text() if lock else [str(part) for part in install or ()]
     key = hashlib.sha256(json.dumps([sys.version, wanted, (package / "pyproject.toml").read_text()]).encode())
     stamp = venv / ".stamp"
     if stamp.exists() and stamp.read_text() == key.hexdigest():
-        return venv
+        return True
     shutil.rmtree(venv, ignore_errors=True)
-    python = venv / "bin" / "python"
-    if UV is None:
-        raise SystemExit("uv is needed (the test extra installs it): make .venv/.stamp-test")
-    pip = [UV, "pip", "install", "-q", "--python", python]
-    install = (
-        [UV, "pip", "sync", "-q", "--require-hashes", "--python", python, lock] if locked else [*pip, *wanted]
-    )
+    step = [UV, "pip", "sync", "-q", "--require-hashes", "--python", python, lock] if lock else install
     if (
         _run([UV, "venv", "-q", "--python", sys.executable, venv], log) != 0
-        or _run(install, log) != 0
-        or _run([*pip, "--no-deps", "-e", package], log) != 0
+        or _run(list(step or ()), log) != 0
+        or _run([UV, "pip", "install", "-q", "--python", python, "--no-deps", "-e", package], log) != 0
         or _run([UV, "pip", "check", "-q", "--python", python], log) != 0
     ):
-        raise SystemExit(f"{suite.sdk}: install failed (see {log})")
+        return False
     stamp.write_text(key.hexdigest())
-    return venv
+    return True
 
 
 def run_suite(
@@ -322,7 +333,6 @@ HEADING = re.compile(
     r"^(Omitting \d+ identical items?.*|Common items:|Differing items:|Left contains \d+ more items?:"
     r"|Right contains \d+ more items?:|Full diff:.*|Use -v to get more diff|\.\.\.Full output truncated.*)$"
 )
-EXTRA = "Left contains 1 more item:"
 
 
 def by_design(name: str, bare: dict, instrumented: dict) -> bool:
@@ -344,26 +354,33 @@ def _explanation(failure: str) -> list[str]:
 
 def only_the_outcome_item(failure: str) -> bool:
     """True when pytest's dict diff in ``failure`` says the left side has one more item, the
-    package's ``toolcall.outcome``, and nothing else: no differing item, no other extra item on
-    either side, no line it does not know, no explanation cut short before its full diff (which
-    says the same line by line, so what follows its heading is not read)."""
+    package's ``toolcall.outcome``, and nothing else."""
+    extra = extra_items(failure)
+    return extra is not None and len(extra) == 1 and bool(BY_DESIGN.fullmatch(extra[0]))
+
+
+def extra_items(failure: str) -> list[str] | None:
+    """The lines of the items pytest's dict diff in ``failure`` says the left side has more, when
+    that is the whole difference: no differing item, no extra item on the right, no line it does
+    not know, no explanation cut short before its full diff (which says the same line by line, so
+    what follows its heading is not read); None otherwise."""
     section, extra = "", []
     for line in _explanation(failure)[1:]:
         if line == "...":
-            return False  # pytest cut the explanation here: what follows is unseen
+            return None  # pytest cut the explanation here: what follows is unseen
         if HEADING.match(line):
             if line.startswith("Full diff:"):
                 break
-            if not line.startswith(("Omitting", "Common", EXTRA, "Use -v")):
-                return False  # a differing item, another extra item on either side, a cut
+            if not line.startswith(("Omitting", "Common", "Left contains", "Use -v")):
+                return None  # a differing item, an extra item on the right, a cut
             section = line
         elif not line or section.startswith("Common") or (not section and line.startswith("+  where")):
             continue  # a blank, the identical items, what an operand was
-        elif section == EXTRA:
+        elif section.startswith("Left contains"):
             extra.append(line)
         else:
-            return False  # a line no dict comparison writes there
-    return len(extra) == 1 and bool(BY_DESIGN.fullmatch(extra[0]))
+            return None  # a line no dict comparison writes there
+    return extra or None
 
 
 def compare(sdk: str, version: str, bare: dict, instrumented: dict) -> bool:
