@@ -1,14 +1,18 @@
 """The pipeline users run, end to end, as real processes on 127.0.0.1 (tests/pipeline/stack.py):
-two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id) -> two
-gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (Badger storage), Prometheus
-scraping the gateways with the repo's rules, Alertmanager paging a webhook here.
+two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id, sending
+queue on disk) -> two gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger
+(Badger storage); Prometheus scraping the gateways' exporter and every Collector's own metrics
+with the repo's rules, Alertmanager paging a webhook here.
 
 Read back from Jaeger's /api/v3/traces (OTLP JSON, links to their targets): every trace with
 an aborted call, whole and from one gateway; outcomes and reasons as the app saw them; each
 execute_tool linked only to its completed call. From Prometheus: span metrics and the package's
 toolcall.calls count the same calls. From the webhook: the aborted-rate alert of both rule files.
-Last, Jaeger restarted with turns sent while it is down: every span it held and every aborted
-call's trace sent meanwhile are there afterwards (lost: 0).
+Then, phase by phase, every span the apps ended is accounted for (each tier's own counters, read
+per process lifetime, and what Jaeger stores): Jaeger restarted with turns sent while it is down
+(lost: 0); a gateway killed for 5 s mid-run (the page stays firing; lost: only the traces it had
+not yet decided on); Jaeger down past what the gateways' queue holds (the drop is counted and
+OtelcolPipelineDroppingSpans pages).
 
 Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing, and
 fails instead under `make test`, which builds and installs them first (pipeline-bins, promtool,

@@ -129,7 +129,7 @@ def accepted(counted: dict[str, dict[str, float]]) -> float:
 
 def run_apps(
     stack: Stack, lifetimes: Lifetimes, seconds: float, rate: float, fault: Callable[[], None] | None
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], int]:
     apps = [
         stack.app(f"load-{time.monotonic_ns()}-{i}", i, "--seconds", str(seconds), "--rate", str(rate))
         for i in (0, 1)
@@ -140,11 +140,14 @@ def run_apps(
         wait_for("the apps' first spans", lambda: accepted(increase(began, lifetimes.mark())) > 0)
         time.sleep(seconds / 2)
         fault()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    spans = 0
     for app in apps:
         out, _ = app.communicate(timeout=seconds + 300)
-        rows.extend(json.loads(line) for line in out.splitlines() if line.startswith('{"trace_id"'))
-    return rows
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        rows.extend(line for line in lines if "trace_id" in line)
+        spans += sum(line["spans"] for line in lines if "spans" in line)
+    return rows, spans
 
 
 def aborted_kept(stack: Stack, rows: list[dict[str, Any]], start_ns: int) -> dict[str, int]:
@@ -184,10 +187,15 @@ def phase(
     before = lifetimes.mark()
     start_ns = time.time_ns() - 1_000_000_000
     started = time.monotonic()
-    rows = run_apps(stack, lifetimes, seconds, rate, fault)
+    rows, app_spans = run_apps(stack, lifetimes, seconds, rate, fault)
     settle(lifetimes, quiet_s=8.0)
     counted = increase(before, lifetimes.mark())
-    result: dict[str, Any] = {"phase": name, "turns": len({r["trace_id"] for r in rows}), "calls": len(rows)}
+    result: dict[str, Any] = {
+        "phase": name,
+        "turns": len({r["trace_id"] for r in rows}),
+        "calls": len(rows),
+        "app_spans": app_spans,
+    }
     for tier in TIERS:
         delta = {k: round(v, 3) for k, v in counted[tier].items()}
         spans = delta["accepted"]

@@ -1,14 +1,17 @@
 """The pipeline users run, as real processes on 127.0.0.1: apps -> two agents (the Collector built
-from collector-config/go/agent, loadbalancing by trace id) -> two gateways (Jaeger v2's binary:
-tail sampling, span metrics) -> Jaeger (its Badger store in the temporary folder, kept across a
-restart); Debian's prometheus scraping the gateways with the repo's rules loaded, Debian's
-prometheus-alertmanager paging a webhook in this process.
+from collector-config/go/agent, loadbalancing by trace id, sending queue on disk in the temporary
+folder) -> two gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (its Badger
+store in the temporary folder, kept across a restart); Debian's prometheus scraping the gateways'
+exporter and every Collector's own metrics with the repo's rules loaded (the package's and the
+pipeline's), Debian's prometheus-alertmanager paging a webhook in this process.
 
 Each component runs from a copy of the repo's config in a temporary folder, changed only where a
 test must: listeners on free 127.0.0.1 ports, the agents' DNS resolver replaced by the two gateways'
 static addresses, Tempo left out, the gateways' tail-sampling wait, span-metrics flush and batch
 timeout shortened, an `attributes` processor that stamps which gateway exported a span
-(`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports. Used by
+(`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports, the agents' queue folder in
+the temporary folder; on request, the gateways' queue towards Jaeger counted in spans and small
+(a drop to count) and the agents as they were before their queue went to disk. Used by
 tests/downstream/test_pipeline.py and tests/pipeline/load.py.
 """
 
