@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -34,7 +35,7 @@ from typing import Any
 
 import markers
 import pytest
-from pipeline.stack import SERVICE, Stack, attrs, missing_tools, running
+from pipeline.stack import ROOT, SERVICE, Stack, attrs, missing_tools, running
 
 from otel_toolcalls._core import names as n
 
@@ -158,6 +159,40 @@ def listeners(pid: int) -> set[str]:
                 address = fields[1].split(":")[0]
                 found.add("127.0.0.1" if address == "0100007F" else address)
     return found
+
+
+# ------------------------------------------------------------------ the pipeline rule, by promtool
+
+PIPELINE_RULES = ROOT / "collector-config" / "prometheus" / "pipeline"
+FIRST_FAILURE = (
+    "\n              or\n                (otelcol_exporter_enqueue_failed_spans_total"
+    " unless otelcol_exporter_enqueue_failed_spans_total offset 5m)"
+)
+
+
+def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    path = shutil.which("promtool")
+    if path is None:
+        markers.missing("promtool", "make promtool: Debian's prometheus package")
+    return subprocess.run([path, *args], capture_output=True, text=True, timeout=600, cwd=cwd, check=False)
+
+
+def test_promtool_checks_and_unit_tests_the_pipeline_rule() -> None:
+    check = promtool("check", "rules", "otelcol-pipeline.rules.yaml", cwd=PIPELINE_RULES)
+    assert check.returncode == 0 and "SUCCESS" in check.stdout, check.stdout + check.stderr
+    result = promtool("test", "rules", "otelcol-pipeline.test.yaml", cwd=PIPELINE_RULES)
+    assert result.returncode == 0 and "SUCCESS" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_pipeline_rule_that_misses_a_first_failure_fails_its_unit_tests(tmp_path: Path) -> None:
+    # enqueue_failed appears with its first failure: increase() alone never sees it.
+    text = (PIPELINE_RULES / "otelcol-pipeline.rules.yaml").read_text()
+    assert text.count(FIRST_FAILURE) == 1
+    (tmp_path / "otelcol-pipeline.rules.yaml").write_text(text.replace(FIRST_FAILURE, ""))
+    shutil.copy(PIPELINE_RULES / "otelcol-pipeline.test.yaml", tmp_path)
+    result = promtool("test", "rules", "otelcol-pipeline.test.yaml", cwd=tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert "a gateway's queue overflows" in result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")

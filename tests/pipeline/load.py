@@ -234,11 +234,16 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="turns a second per app (two apps)")
     parser.add_argument("--decision-wait", default="5s")
     parser.add_argument("--agent-queue", choices=("file", "memory"), default="file")
+    parser.add_argument("--gateway-bin", type=Path, help="another Collector build for the gateways")
     parser.add_argument("--only", default="", help="run the phases whose name contains this (and steady)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pipeline-load-") as tmp:
         stack = Stack(
-            Path(tmp), decision_wait=args.decision_wait, monitoring=False, agent_queue=args.agent_queue
+            Path(tmp),
+            decision_wait=args.decision_wait,
+            monitoring=False,
+            agent_queue=args.agent_queue,
+            **({"gateway_bin": args.gateway_bin} if args.gateway_bin else {}),
         )
         try:
             stack.start()

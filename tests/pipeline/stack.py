@@ -264,6 +264,7 @@ class Stack:
         monitoring: bool = True,
         agent_queue: str = "file",
         gateway_queue_spans: int | None = None,
+        gateway_bin: Path = BIN / "jaeger",
     ) -> None:
         self.dir = workdir
         self.ports = Ports()
@@ -273,6 +274,7 @@ class Stack:
         self.decision_wait = decision_wait
         self.agent_queue = agent_queue
         self.gateway_queue_spans = gateway_queue_spans
+        self.gateway_bin = gateway_bin
 
     # -- configs -------------------------------------------------------------------------------
     def _write(self, name: str, conf: Any) -> Path:
@@ -358,7 +360,7 @@ class Stack:
             config = self._write(f"gateway-{i}.yaml", conf)
             self._add(
                 f"gateway-{i}",
-                [str(BIN / "jaeger"), f"--config={config}"],
+                [str(self.gateway_bin), f"--config={config}"],
                 lambda i=i: port_open(p.gateway_grpc[i]) and port_open(p.gateway_prom[i]),  # type: ignore[misc]
             )
         for i in range(2):
