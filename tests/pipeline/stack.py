@@ -10,7 +10,8 @@ test must: listeners on free 127.0.0.1 ports, the agents' DNS resolver replaced 
 static addresses, Tempo left out, the gateways' tail-sampling wait, span-metrics flush and batch
 timeout shortened, an `attributes` processor that stamps which gateway exported a span
 (`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports, the agents' queue folder in
-the temporary folder; on request, the gateways' queue towards Jaeger counted in spans and small
+the temporary folder, their retry interval towards a gateway shortened with the tail-sampling
+wait; on request, the gateways' queue towards Jaeger counted in spans and small
 (a drop to count) and the agents as they were before their queue went to disk. Used by
 tests/downstream/test_pipeline.py and tests/pipeline/load.py.
 """
@@ -201,6 +202,10 @@ def gateway_config(
         # A queue that a Jaeger outage of a few seconds' traffic overflows: a drop to count.
         queue = {"enabled": True, "sizer": "items", "queue_size": queue_spans}
         conf["exporters"]["otlp/jaeger"]["sending_queue"] = queue
+        # A request larger than the whole queue is refused at once: a restarted gateway releases
+        # its backlog in one batch. Batches well under the queue keep refusals to a full queue.
+        batch = conf["processors"]["batch"]
+        batch["send_batch_size"] = batch["send_batch_max_size"] = queue_spans // 4
     conf["exporters"]["prometheus"]["endpoint"] = f"127.0.0.1:{ports.gateway_prom[i]}"
     sampled = conf["service"]["pipelines"]["traces/sampled"]
     sampled["exporters"] = ["otlp/jaeger"]
@@ -226,6 +231,10 @@ def agent_config(i: int, ports: Ports, workdir: Path, *, queue: str = "file") ->
         "http": {"endpoint": f"127.0.0.1:{ports.agent_http[i]}"},
     }
     conf["processors"]["batch"]["timeout"] = "200ms"
+    # Shortened with the gateways' decision_wait: after a gateway's outage each queued request is
+    # retried on its own timer, and a wait shorter than their spread splits a trace in two.
+    retry = conf["exporters"]["loadbalancing"]["protocol"]["otlp"]["retry_on_failure"]
+    retry.update(initial_interval="200ms", max_interval="500ms")
     gateways = [f"127.0.0.1:{port}" for port in ports.gateway_grpc]
     conf["exporters"]["loadbalancing"]["resolver"] = {"static": {"hostnames": gateways}}
     conf["exporters"]["otlp/gateway"]["endpoint"] = gateways[i]
