@@ -1,11 +1,14 @@
 """`make pipeline-load`: a steady rate of streamed turns through the pipeline (tests/pipeline/stack.py)
-for a fixed time, then the same with one fault each: a gateway killed mid-run and restarted, an
-agent restarted, Jaeger restarted. Prints, per phase, spans in and out of each tier (the Collectors'
-own counters), CPU seconds per 1000 spans of each tier (from /proc), and how many of the traces
-holding an aborted call Jaeger has whole afterwards. Numbers go in the note, not in a test: they
-depend on the machine.
+for a fixed time, then the same with one fault each, in the middle of the apps' traffic: a gateway
+killed and back 5 s later, a gateway restarted, an agent restarted, an agent killed, Jaeger
+restarted. Prints, per phase, the spans the apps ended, spans in and out of each tier (the
+Collectors' own counters, per process lifetime: a restarted process counts from 0 again), CPU
+seconds per 1000 spans of each tier (from /proc), and how many of the traces holding an aborted
+call Jaeger has whole afterwards. Numbers go in docs/observability.md ("What a restart loses"),
+not in a test: they depend on the machine.
 
-    .venv/bin/python tests/pipeline/load.py [--seconds 30] [--rate 10]
+    .venv/bin/python tests/pipeline/load.py [--seconds 30] [--rate 10] [--decision-wait 5s]
+        [--agent-queue file|memory] [--only gateway]
 """
 
 from __future__ import annotations
