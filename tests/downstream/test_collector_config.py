@@ -464,6 +464,10 @@ _TIMEOUT = f"{_OTLP}.TimeoutConfig, exporter/exporterhelper/internal/timeout_sen
 _LB = f"{_CONTRIB} exporter/loadbalancingexporter/config.go"
 _RETRY = f"{_CORE} config/configretry/backoff.go BackOffConfig"
 _QUEUE = f"{_CORE} exporter/exporterhelper/internal/queuebatch/config.go Config"
+_QUEUE_BATCH = f"{_CORE} exporter/exporterhelper/internal/queuebatch/config.go BatchConfig"
+# request.SizerType unmarshals from text (exporterhelper/internal/request/sizer.go UnmarshalText).
+_SIZER = "exporter/exporterhelper/internal/request/sizer.go SizerType"
+_FILE_STORAGE = f"{_CONTRIB} extension/storage/filestorage/config.go Config"
 _TAIL = f"{_CONTRIB} processor/tailsamplingprocessor/config.go"
 _SPANMETRICS = f"{_CONTRIB} connector/spanmetricsconnector/config.go"
 _PROMETHEUS = f"{_CONTRIB} exporter/prometheusexporter/config.go Config"
@@ -531,6 +535,53 @@ SCALAR_TYPES: dict[str, tuple[str, str]] = {
         "int64",
         f"{_LB} Protocol.OTLP, {_QUEUE}.QueueSize",
     ),
+    "exporters.loadbalancing.sending_queue.enabled": (
+        "bool",
+        f"{_LB} Config.QueueSettings, {_QUEUE}.Enabled",
+    ),
+    "exporters.loadbalancing.sending_queue.storage": (
+        "component.ID",
+        f"{_LB} Config.QueueSettings, {_QUEUE}.StorageID",
+    ),
+    "exporters.loadbalancing.sending_queue.num_consumers": (
+        "int",
+        f"{_LB} Config.QueueSettings, {_QUEUE}.NumConsumers",
+    ),
+    "exporters.loadbalancing.sending_queue.sizer": ("string", f"{_LB} Config.QueueSettings, {_SIZER}"),
+    "exporters.loadbalancing.sending_queue.queue_size": (
+        "int64",
+        f"{_LB} Config.QueueSettings, {_QUEUE}.QueueSize",
+    ),
+    "exporters.loadbalancing.sending_queue.batch.sizer": ("string", f"{_LB} Config.QueueSettings, {_SIZER}"),
+    "exporters.loadbalancing.sending_queue.batch.flush_timeout": (
+        "time.Duration",
+        f"{_LB} Config.QueueSettings, {_QUEUE_BATCH}.FlushTimeout",
+    ),
+    "exporters.loadbalancing.sending_queue.batch.min_size": (
+        "int64",
+        f"{_LB} Config.QueueSettings, {_QUEUE_BATCH}.MinSize",
+    ),
+    "exporters.loadbalancing.retry_on_failure.enabled": (
+        "bool",
+        f"{_LB} Config.BackOffConfig, {_RETRY}.Enabled",
+    ),
+    "exporters.loadbalancing.retry_on_failure.initial_interval": (
+        "time.Duration",
+        f"{_LB} Config.BackOffConfig, {_RETRY}.InitialInterval",
+    ),
+    "exporters.loadbalancing.retry_on_failure.max_interval": (
+        "time.Duration",
+        f"{_LB} Config.BackOffConfig, {_RETRY}.MaxInterval",
+    ),
+    "exporters.loadbalancing.retry_on_failure.max_elapsed_time": (
+        "time.Duration",
+        f"{_LB} Config.BackOffConfig, {_RETRY}.MaxElapsedTime",
+    ),
+    "exporters.otlp.sending_queue.enabled": ("bool", f"{_OTLP}.QueueConfig, {_QUEUE}.Enabled"),
+    "exporters.otlp.sending_queue.storage": ("component.ID", f"{_OTLP}.QueueConfig, {_QUEUE}.StorageID"),
+    "extensions.file_storage.directory": ("string", f"{_FILE_STORAGE}.Directory"),
+    "extensions.file_storage.create_directory": ("bool", f"{_FILE_STORAGE}.CreateDirectory"),
+    "service.extensions": ("[]component.ID", f"{_CORE} service/extensions/config.go Config"),
     "exporters.loadbalancing.resolver.dns.hostname": ("string", f"{_LB} DNSResolver.Hostname"),
     "exporters.loadbalancing.resolver.dns.port": ("string", f"{_LB} DNSResolver.Port"),
     "service.pipelines.*.receivers": ("[]component.ID", _PIPELINES),
@@ -612,6 +663,7 @@ ACCEPTS: dict[str, Callable[[Any], bool]] = {
     "metrics.Unit": lambda v: isinstance(v, str) and v.lower() in {"ms", "s"},
     "[]string": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
     "[]time.Duration": lambda v: isinstance(v, list) and all(ACCEPTS["time.Duration"](x) for x in v),
+    "component.ID": lambda v: isinstance(v, str) and bool(_COMPONENT_ID.fullmatch(v)),
     "[]component.ID": lambda v: (
         isinstance(v, list) and all(isinstance(x, str) and _COMPONENT_ID.fullmatch(x) for x in v)
     ),

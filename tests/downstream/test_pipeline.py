@@ -1,14 +1,18 @@
 """The pipeline users run, end to end, as real processes on 127.0.0.1 (tests/pipeline/stack.py):
-two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id) -> two
-gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (Badger storage), Prometheus
-scraping the gateways with the repo's rules, Alertmanager paging a webhook here.
+two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id, sending
+queue on disk) -> two gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger
+(Badger storage); Prometheus scraping the gateways' exporter and every Collector's own metrics
+with the repo's rules, Alertmanager paging a webhook here.
 
 Read back from Jaeger's /api/v3/traces (OTLP JSON, links to their targets): every trace with
 an aborted call, whole and from one gateway; outcomes and reasons as the app saw them; each
 execute_tool linked only to its completed call. From Prometheus: span metrics and the package's
 toolcall.calls count the same calls. From the webhook: the aborted-rate alert of both rule files.
-Last, Jaeger restarted with turns sent while it is down: every span it held and every aborted
-call's trace sent meanwhile are there afterwards (lost: 0).
+Then, phase by phase, every span the apps ended is accounted for (each tier's own counters, read
+per process lifetime, and what Jaeger stores): Jaeger restarted with turns sent while it is down
+(lost: 0); a gateway killed for 5 s mid-run (the page stays firing; lost: only the traces it had
+not yet decided on); Jaeger down past what the gateways' queue holds (the drop is counted and
+OtelcolPipelineDroppingSpans pages).
 
 Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing, and
 fails instead under `make test`, which builds and installs them first (pipeline-bins, promtool,
@@ -19,21 +23,29 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
+import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import markers
 import pytest
-from pipeline.stack import SERVICE, Stack, attrs, missing_tools, running
+from pipeline.stack import ROOT, SERVICE, Stack, attrs, missing_tools, running
 
 from otel_toolcalls._core import names as n
 
 TURNS = 48  # per app: 96 turns, 192 calls, 48 of them aborted
 RATE = 6.0  # turns a second per app
 DOWN_TURNS = 16  # sent while Jaeger is down: 8 of them abort a call
+# The gateways' queue towards Jaeger, in spans (the test's copy; the repo's holds 1000 requests):
+# twice what the Jaeger restart's turns leave waiting on each gateway, half of what a whole run does.
+GATEWAY_QUEUE_SPANS = 100
+DECISION_WAIT_S = 2.0  # the test's copy of gateway.yaml (tests/pipeline/stack.py)
 # Hang guards, not performance bounds.
 DEADLINE_S = 120.0
 EXPECTED = {
@@ -55,18 +67,36 @@ def poll(what: str, check: Callable[[], Any], deadline_s: float = DEADLINE_S) ->
     raise AssertionError(f"{what}: not there in {deadline_s} s (last: {last!r})")
 
 
-def run_apps(
+@dataclass
+class Run:
+    """What the apps of one phase did: their calls (one row each) and the spans they ended."""
+
+    rows: list[dict[str, Any]]
+    spans: int
+    began_s: float
+
+
+def start_apps(
     stack: Stack, turns: int = TURNS, names: tuple[str, ...] = ("app-0", "app-1")
-) -> list[dict[str, Any]]:
-    apps = [stack.app(name, i, "--turns", str(turns), "--rate", str(RATE)) for i, name in enumerate(names)]
-    rows: list[dict[str, Any]] = []
+) -> list[subprocess.Popen[str]]:
+    return [stack.app(name, i, "--turns", str(turns), "--rate", str(RATE)) for i, name in enumerate(names)]
+
+
+def finish_apps(apps: list[subprocess.Popen[str]], turns: int, began_s: float) -> Run:
+    run = Run([], 0, began_s)
     for app in apps:
         out, _ = app.communicate(timeout=DEADLINE_S)
         assert app.returncode == 0, out[-2000:]
         lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        assert lines[-1] == {"done": turns}
-        rows.extend(lines[:-1])
-    return rows
+        assert lines[-1]["done"] == turns
+        run.rows.extend(lines[:-1])
+        run.spans += lines[-1]["spans"]
+    return run
+
+
+def run_apps(stack: Stack, turns: int = TURNS, names: tuple[str, ...] = ("app-0", "app-1")) -> Run:
+    began_s = time.time()
+    return finish_apps(start_apps(stack, turns, names), turns, began_s)
 
 
 def by_trace(spans: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -131,16 +161,50 @@ def listeners(pid: int) -> set[str]:
     return found
 
 
+# ------------------------------------------------------------------ the pipeline rule, by promtool
+
+PIPELINE_RULES = ROOT / "collector-config" / "prometheus" / "pipeline"
+FIRST_FAILURE = (
+    "\n              or\n                (otelcol_exporter_enqueue_failed_spans_total"
+    " unless otelcol_exporter_enqueue_failed_spans_total offset 5m)"
+)
+
+
+def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    path = shutil.which("promtool")
+    if path is None:
+        markers.missing("promtool", "make promtool: Debian's prometheus package")
+    return subprocess.run([path, *args], capture_output=True, text=True, timeout=600, cwd=cwd, check=False)
+
+
+def test_promtool_checks_and_unit_tests_the_pipeline_rule() -> None:
+    check = promtool("check", "rules", "otelcol-pipeline.rules.yaml", cwd=PIPELINE_RULES)
+    assert check.returncode == 0 and "SUCCESS" in check.stdout, check.stdout + check.stderr
+    result = promtool("test", "rules", "otelcol-pipeline.test.yaml", cwd=PIPELINE_RULES)
+    assert result.returncode == 0 and "SUCCESS" in result.stdout, result.stdout + result.stderr
+
+
+def test_a_pipeline_rule_that_misses_a_first_failure_fails_its_unit_tests(tmp_path: Path) -> None:
+    # enqueue_failed appears with its first failure: increase() alone never sees it.
+    text = (PIPELINE_RULES / "otelcol-pipeline.rules.yaml").read_text()
+    assert text.count(FIRST_FAILURE) == 1
+    (tmp_path / "otelcol-pipeline.rules.yaml").write_text(text.replace(FIRST_FAILURE, ""))
+    shutil.copy(PIPELINE_RULES / "otelcol-pipeline.test.yaml", tmp_path)
+    result = promtool("test", "rules", "otelcol-pipeline.test.yaml", cwd=tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert "a gateway's queue overflows" in result.stdout + result.stderr
+
+
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     missing = missing_tools()
     if missing:
         markers.missing(str(missing), "make pipeline-bins promtool alertmanager")
     workdir = tmp_path_factory.mktemp("pipeline")
-    with running(workdir) as stack:
+    with running(workdir, gateway_queue_spans=GATEWAY_QUEUE_SPANS) as stack:
         start_ns = time.time_ns() - 5_000_000_000
-        rows = run_apps(stack)
-        yield stack, rows, start_ns
+        first = run_apps(stack)
+        yield stack, first, start_ns
 
 
 def test_every_listener_is_on_loopback(pipeline: Any) -> None:
@@ -150,7 +214,8 @@ def test_every_listener_is_on_loopback(pipeline: Any) -> None:
 
 
 def test_every_aborted_calls_trace_arrives_whole_from_one_gateway(pipeline: Any) -> None:
-    stack, rows, start_ns = pipeline
+    stack, first, start_ns = pipeline
+    rows = first.rows
     aborted = aborted_traces(calls_by_trace(rows))
     assert len(aborted) == TURNS  # half the turns of each app abort one call
     traces = poll(
@@ -165,7 +230,8 @@ def test_every_aborted_calls_trace_arrives_whole_from_one_gateway(pipeline: Any)
 
 
 def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
-    stack, rows, start_ns = pipeline
+    stack, first, start_ns = pipeline
+    rows = first.rows
     traces = stored(stack, start_ns)
     expected = {row["call_id"]: row for row in rows if row["trace_id"] in traces}
     tool_calls = {}
@@ -212,6 +278,67 @@ def test_outcomes_reasons_and_links_are_exact(pipeline: Any) -> None:
     assert checked["execute_tool"] >= 2 * TURNS
 
 
+# ------------------------------------------------------------------ every span accounted for
+
+AGENT, GATEWAY = 'job="otelcol-agent"', 'job="otelcol-gateway"'
+LEDGER = {
+    "agents_accepted": f"otelcol_receiver_accepted_spans_total{{{AGENT}}}",
+    "agents_sent": f'otelcol_exporter_sent_spans_total{{{AGENT}, exporter="loadbalancing"}}',
+    "agents_dropped": f'{{__name__=~"otelcol_exporter_(send|enqueue)_failed_spans_total", {AGENT}}}',
+    "gateways_accepted": f"otelcol_receiver_accepted_spans_total{{{GATEWAY}}}",
+    # What the tail sampler kept: the processor right after it (the test's attributes/gateway).
+    "gateways_sampled": "otelcol_processor_incoming_items_total"
+    f'{{{GATEWAY}, processor="attributes/gateway", otel_signal="traces"}}',
+    "gateways_sent": f'otelcol_exporter_sent_spans_total{{{GATEWAY}, exporter="otlp/jaeger"}}',
+    "gateways_dropped": f'{{__name__=~"otelcol_exporter_(send|enqueue)_failed_spans_total", {GATEWAY}}}',
+    "jaeger_accepted": 'otelcol_receiver_accepted_spans_total{job="jaeger"}',
+}
+
+
+def ledger(stack: Stack, run: Run, start_ns: int) -> dict[str, float]:
+    """Spans the phase's apps ended, what each tier's own counters (scraped by Prometheus, per
+    process lifetime) counted since the phase began, and the phase's spans Jaeger holds."""
+    now = time.time()
+    counts = {name: stack.counted(selector, run.began_s, now) for name, selector in LEDGER.items()}
+    mine = calls_by_trace(run.rows)
+    traces = stored(stack, start_ns)
+    counts["stored"] = float(sum(len(spans) for trace_id, spans in traces.items() if trace_id in mine))
+    return {"apps_ended": float(run.spans), **counts}
+
+
+def balanced(c: dict[str, float]) -> bool:
+    """Each tier's spans in are its spans out plus the drops it counted; the tail sampler's
+    deliberate drops are not losses, so the gateways balance twice: in, and kept."""
+    return (
+        c["apps_ended"] == c["agents_accepted"] == c["agents_sent"] + c["agents_dropped"]
+        and c["agents_sent"] == c["gateways_accepted"]
+        and 0 < c["gateways_sampled"] < c["gateways_accepted"]
+        and c["gateways_sampled"] == c["gateways_sent"] + c["gateways_dropped"]
+        and c["gateways_sent"] == c["jaeger_accepted"] == c["stored"]
+    )
+
+
+def reconciled(stack: Stack, run: Run, start_ns: int, what: str) -> dict[str, float]:
+    last: dict[str, float] = {}
+
+    def check() -> bool:
+        last.update(ledger(stack, run, start_ns))
+        return balanced(last)
+
+    try:
+        poll(what, check)
+    except AssertionError as exc:
+        raise AssertionError(f"{what}: the ledger never balanced: {last}") from exc
+    print(f"\n{what}: {last}")
+    return last
+
+
+def test_every_span_of_the_first_run_is_accounted_for(pipeline: Any) -> None:
+    stack, first, start_ns = pipeline
+    counts = reconciled(stack, first, start_ns, "first run")
+    assert counts["agents_dropped"] == counts["gateways_dropped"] == 0
+
+
 def calls_by_outcome(stack: Stack, expr: str) -> dict[tuple[str, str], float]:
     return {
         (r["metric"].get("toolcall_outcome", ""), r["metric"].get("toolcall_abort_reason", "")): float(
@@ -222,7 +349,8 @@ def calls_by_outcome(stack: Stack, expr: str) -> dict[tuple[str, str], float]:
 
 
 def test_span_metrics_and_toolcall_calls_agree(pipeline: Any) -> None:
-    stack, rows, _ = pipeline
+    stack, first, _ = pipeline
+    rows = first.rows
     want = Counter((r["outcome"], REASON[r["kind"]] if r["outcome"] == n.ABORTED else "") for r in rows)
     by = "sum by (toolcall_outcome, toolcall_abort_reason)"
     spans = f'{by} (traces_span_metrics_calls_total{{service_name="{SERVICE}", span_name=~"tool_call .+"}})'
@@ -260,11 +388,13 @@ def span_keys(traces: dict[str, list[dict[str, Any]]]) -> set[tuple[str, str]]:
 
 def test_a_jaeger_restart_loses_nothing(pipeline: Any) -> None:
     # Last in the module: the tests above count the first run's turns only.
-    stack, rows, start_ns = pipeline
+    stack, first, start_ns = pipeline
+    rows = first.rows
     held = poll("every aborted call's trace, whole, in Jaeger", lambda: whole_aborted(stack, start_ns, rows))
     jaeger = stack.procs["jaeger"]
     jaeger.stop()  # SIGTERM, as a deployment's restart sends
-    down_rows = run_apps(stack, DOWN_TURNS, ("app-down",))
+    down = run_apps(stack, DOWN_TURNS, ("app-down",))
+    down_rows = down.rows
     # The fault is real only once the gateways hold spans they could not deliver.
     poll("the gateways holding spans for the stopped Jaeger", lambda: waiting_for_jaeger(stack) > 0)
     jaeger.start()
@@ -280,3 +410,120 @@ def test_a_jaeger_restart_loses_nothing(pipeline: Any) -> None:
     )
     assert len(sent_while_down) == DOWN_TURNS // 2
     assert lost == set(), f"lost {len(lost)} of {len(span_keys(held))} spans across the restart"
+    # Jaeger's counters start again from 0: read per lifetime, the two add up to what it stored.
+    counts = reconciled(stack, down, start_ns, "Jaeger restart")
+    assert counts["agents_dropped"] == counts["gateways_dropped"] == 0
+
+
+# ------------------------------------------------------------------ a gateway restart
+
+
+def firing(stack: Stack, alertname: str, source: str) -> bool:
+    expr = f'ALERTS{{alertname="{alertname}", source="{source}", alertstate="firing"}}'
+    return bool(stack.prom(expr))
+
+
+GW_TRACES_IN = f"otelcol_processor_tail_sampling_new_trace_id_received_total{{{GATEWAY}}}"
+GW_TRACES_DECIDED = f"otelcol_processor_tail_sampling_global_count_traces_sampled_total{{{GATEWAY}}}"
+
+
+def now(stack: Stack, selector: str) -> float:
+    """The sum of the selector's series as Prometheus last scraped them (running processes only)."""
+    return sum(float(r["value"][1]) for r in stack.prom(f"sum({selector})"))
+
+
+def gateway_down_for_prometheus(stack: Stack, i: int) -> bool:
+    instance = f"127.0.0.1:{stack.ports.gateway_metrics[i]}"
+    return any(r["value"][1] == "0" for r in stack.prom(f'up{{instance="{instance}"}}'))
+
+
+def test_a_gateway_restart_keeps_paging_and_loses_only_its_undecided_traces(pipeline: Any) -> None:
+    stack, _, start_ns = pipeline
+    gateway = stack.procs["gateway-1"]
+    began_s = time.time()
+    turns = 2 * TURNS
+    apps = start_apps(stack, turns, ("app-gw-0", "app-gw-1"))
+    poll(
+        "two thirds of the run's spans at the agents",
+        lambda: stack.counted(LEDGER["agents_accepted"], began_s, time.time()) >= turns * 2 * 6 * 2 / 3,
+    )
+    killed_ns = time.time_ns()
+    gateway.stop(signal.SIGKILL)
+    # While it is down: Prometheus sees it gone and the page from the package's own metrics
+    # (toolcall_calls_total, through the other gateway) is still firing.
+    poll("Prometheus seeing gateway-1 down", lambda: gateway_down_for_prometheus(stack, 1))
+    assert firing(stack, "ToolCallsAbortedRateHigh", "toolcall_metrics")
+    assert gateway.popen.poll() is not None  # still down when the alert was read
+    while time.time_ns() - killed_ns < 5_000_000_000:  # the fault lasts 5 s; nothing is proven by it
+        time.sleep(0.2)
+    gateway.start()
+    run = finish_apps(apps, turns, began_s)
+    calls = calls_by_trace(run.rows)
+    aborted = aborted_traces(calls)
+
+    state: dict[str, Any] = {}
+
+    def delivered() -> dict[str, list[dict[str, Any]]]:
+        # The agents handed on all they held for the gateway; the gateways, as they run now, hold
+        # no undecided trace and no kept span unsent; Jaeger stored what it accepted. The killed
+        # process's last counts are not seen, so its lifetime is left out of the last two.
+        c = ledger(stack, run, start_ns)
+        state.update(c)
+        state.update(
+            traces_in=now(stack, GW_TRACES_IN),
+            traces_decided=now(stack, GW_TRACES_DECIDED),
+            sampled_now=now(stack, LEDGER["gateways_sampled"]),
+            sent_now=now(stack, LEDGER["gateways_sent"]),
+        )
+        done = (
+            c["apps_ended"] == c["agents_accepted"] == c["agents_sent"]
+            and state["traces_in"] == state["traces_decided"] > 0
+            and state["sampled_now"] == state["sent_now"] > 0
+            and c["jaeger_accepted"] == c["stored"]
+        )
+        return stored(stack, start_ns) if done else {}
+
+    try:
+        traces = poll("the gateway restart's spans delivered and stored", delivered)
+    except AssertionError as exc:
+        raise AssertionError(f"never delivered: {state}") from exc
+    lost = {t for t in aborted if not whole(traces.get(t, []), calls[t])}
+    # Which: traces the killed gateway had received and not yet decided on. Tail sampling holds
+    # a trace for decision_wait after its first span (decided on the next 1 s tick), then exports
+    # it in 200 ms: a turn that ended more than that, plus the app's and the agent's export
+    # delays, before the kill was out already; one begun after it went whole to the new process.
+    window_s = DECISION_WAIT_S + 5.0
+    ended = sorted(round((killed_ns - max(c["ended_ns"] for c in calls[t])) / 1e9, 2) for t in lost)
+    began_after = [t for t in lost if min(c["began_ns"] for c in calls[t]) > killed_ns]
+    print(f"\ngateway restart: {len(lost)} of {len(aborted)} aborted-call traces lost, ended {ended} s ago")
+    assert all(age <= window_s for age in ended), f"lost traces that had ended {ended} s before the kill"
+    assert began_after == []
+    assert firing(stack, "ToolCallsAbortedRateHigh", "toolcall_metrics")
+
+
+# ------------------------------------------------------------------ a drop the pipeline counts
+
+
+def dropping_page(stack: Stack) -> set[str]:
+    assert stack.webhook is not None
+    return {
+        a["labels"]["reason"]
+        for a in stack.webhook.alerts()
+        if a["labels"]["alertname"] == "OtelcolPipelineDroppingSpans"
+        and a["status"] == "firing"
+        and a["labels"].get("job") == "otelcol-gateway"
+    }
+
+
+def test_a_jaeger_outage_longer_than_the_queue_is_counted_and_pages(pipeline: Any) -> None:
+    # Last in the module: it makes the pipeline drop spans.
+    stack, _, start_ns = pipeline
+    assert dropping_page(stack) == set()  # the faults above lost nothing that a counter sees
+    jaeger = stack.procs["jaeger"]
+    jaeger.stop()
+    run = run_apps(stack, TURNS, ("app-drop-0", "app-drop-1"))
+    poll("OtelcolPipelineDroppingSpans (enqueue_failed) at the webhook", lambda: dropping_page(stack))
+    jaeger.start()
+    counts = reconciled(stack, run, start_ns, "Jaeger outage past the queue")
+    assert counts["gateways_dropped"] > 0 and counts["agents_dropped"] == 0
+    assert dropping_page(stack) == {"enqueue_failed"}

@@ -7,8 +7,9 @@ Turns cycle through four kinds: two with two parallel calls that complete and ar
 cut by the server mid-arguments ("cut": aborted, stream_error) or stopped by the token limit
 ("length": aborted, truncated), which strict mode refuses. Each turn is a root span of its own, so a
 trace is a turn. ``--rate`` turns a second for ``--turns`` turns or ``--seconds``. One JSON line a
-call on stdout: trace id, call id, kind and the package's outcome, for the test to check the
-store against.
+call on stdout: trace id, call id, kind, the package's outcome and when the turn began and ended; last,
+the number of turns and of spans the process ended (what it hands its exporter), for the test to
+reconcile with what the pipeline counted and stored.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 import openai
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otel_toolcalls import IncompleteToolCallError, execute_tool, tool_call_outcome
 from otel_toolcalls.testing import FakeProvider
@@ -68,6 +70,14 @@ def turn(client: openai.OpenAI, fake: FakeProvider, *, kind: str, prefix: str) -
     return rows
 
 
+class EndedSpans(SpanProcessor):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.count += 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--name", default="app")
@@ -75,6 +85,8 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=0)
     parser.add_argument("--seconds", type=float, default=0.0)
     args = parser.parse_args()
+    spans = EndedSpans()
+    trace.get_tracer_provider().add_span_processor(spans)  # type: ignore[attr-defined]
     tracer = trace.get_tracer("otel_toolcalls.pipeline")
     start = time.monotonic()
     with FakeProvider() as fake:
@@ -82,15 +94,18 @@ def main() -> int:
         i = 0
         while (args.turns and i < args.turns) or (args.seconds and time.monotonic() - start < args.seconds):
             kind = KINDS[i % len(KINDS)]
+            began_ns = time.time_ns()
             with tracer.start_as_current_span(f"turn {kind}") as root:
                 rows = turn(client, fake, kind=kind, prefix=f"call_{args.name}_{i}")
             trace_id = format(root.get_span_context().trace_id, "032x")
             for row in rows:
-                print(json.dumps({"trace_id": trace_id, **row}), flush=True)
+                times = {"began_ns": began_ns, "ended_ns": time.time_ns()}
+                print(json.dumps({"trace_id": trace_id, **times, **row}), flush=True)
             i += 1
             # Paced against the start, so a slow turn does not slow the rate down.
             time.sleep(max(0.0, start + i / args.rate - time.monotonic()))
-    print(json.dumps({"done": i}), flush=True)
+    # The spans of the last turn have all ended: the root is the last.
+    print(json.dumps({"done": i, "spans": spans.count}), flush=True)
     return 0
 
 

@@ -1,21 +1,27 @@
 """`make pipeline-load`: a steady rate of streamed turns through the pipeline (tests/pipeline/stack.py)
-for a fixed time, then the same with one fault each: a gateway killed mid-run and restarted, an
-agent restarted, Jaeger restarted. Prints, per phase, spans in and out of each tier (the Collectors'
-own counters), CPU seconds per 1000 spans of each tier (from /proc), and how many of the traces
-holding an aborted call Jaeger has whole afterwards. Numbers go in the note, not in a test: they
-depend on the machine.
+for a fixed time, then the same with one fault each, in the middle of the apps' traffic: a gateway
+killed and back 5 s later, a gateway restarted, an agent restarted, an agent killed, Jaeger
+restarted. Prints, per phase, the spans the apps ended, spans in and out of each tier (the
+Collectors' own counters, per process lifetime: a restarted process counts from 0 again), CPU
+seconds per 1000 spans of each tier (from /proc), and how many of the traces holding an aborted
+call Jaeger has whole afterwards. Numbers go in docs/observability.md ("What a restart loses"),
+not in a test: they depend on the machine.
 
-    .venv/bin/python tests/pipeline/load.py [--seconds 30] [--rate 10]
+    .venv/bin/python tests/pipeline/load.py [--seconds 30] [--rate 10] [--decision-wait 5s]
+        [--agent-queue file|memory] [--only gateway]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.stack import Stack, attrs
+from pipeline.stack import Stack, attrs, wait_for
 
 COUNTERS = {
     "accepted": "otelcol_receiver_accepted_spans_total",
@@ -43,44 +49,108 @@ def metrics_port(stack: Stack, name: str) -> int:
     return (p.agent_metrics if kind == "agent" else p.gateway_metrics)[int(i)]
 
 
-def snapshot(stack: Stack) -> dict[str, dict[str, float]]:
-    snap: dict[str, dict[str, float]] = {}
-    for tier, names in TIERS.items():
-        totals: dict[str, float] = defaultdict(float)
-        for name in names:
-            port = metrics_port(stack, name)
-            for key, metric in COUNTERS.items():
-                totals[key] += stack.collector_metric(port, metric)
-            totals["cpu"] += stack.procs[name].cpu_seconds()
-        snap[tier] = dict(totals)
-    return snap
+Reading = dict[str, float]
 
 
-def settle(stack: Stack, quiet_s: float) -> None:
-    """Until no tier's counters moved for quiet_s (the tail sampler's wait included)."""
-    last, since = snapshot(stack), time.monotonic()
+def read(stack: Stack, name: str) -> Reading:
+    port = metrics_port(stack, name)
+    reading = {key: stack.collector_metric(port, metric) for key, metric in COUNTERS.items()}
+    reading["cpu"] = stack.procs[name].cpu_seconds()
+    return reading
+
+
+class Lifetimes:
+    """Each process's own counters, read every half second and kept per lifetime (name, pid).
+
+    A restarted process counts from 0 again, so a phase's count is, per lifetime, its last reading
+    minus its reading when the phase began (0 for a process started during the phase): never a
+    negative delta. A killed process's last half second, and what a stopping one sends while it
+    shuts down, are not seen (the fault calls `poll` just before it stops a process).
+    """
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+        self.last: dict[tuple[str, int], Reading] = {}
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(0.5):
+            self.poll()
+
+    def poll(self) -> None:
+        for names in TIERS.values():
+            for name in names:
+                proc = self.stack.procs[name]
+                if proc.popen.poll() is not None:
+                    continue
+                with contextlib.suppress(OSError, ValueError, urllib.error.URLError):
+                    reading = read(self.stack, name)
+                    with self.lock:
+                        self.last[(name, proc.popen.pid)] = reading
+
+    def mark(self) -> dict[tuple[str, int], Reading]:
+        self.poll()
+        with self.lock:
+            return dict(self.last)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
+def tier_of(name: str) -> str:
+    return next(tier for tier, names in TIERS.items() if name in names)
+
+
+def increase(
+    before: dict[tuple[str, int], Reading], after: dict[tuple[str, int], Reading]
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {tier: defaultdict(float) for tier in TIERS}
+    for lifetime, last in after.items():
+        first = before.get(lifetime, {})
+        for key, value in last.items():
+            out[tier_of(lifetime[0])][key] += value - first.get(key, 0.0)
+    return {tier: dict(values) for tier, values in out.items()}
+
+
+def settle(lifetimes: Lifetimes, quiet_s: float) -> None:
+    """Until no process's counters moved for quiet_s (the tail sampler's wait included)."""
+    last, since = lifetimes.mark(), time.monotonic()
     while time.monotonic() - since < quiet_s:
         time.sleep(1.0)
-        now = snapshot(stack)
-        moved = any(now[t][k] != last[t][k] for t in now for k in COUNTERS)
+        now = lifetimes.mark()
+        moved = any(now[k].get(c) != last.get(k, {}).get(c) for k in now for c in COUNTERS)
         last, since = (now, time.monotonic()) if moved else (last, since)
 
 
+def accepted(counted: dict[str, dict[str, float]]) -> float:
+    return counted["agents"].get("accepted", 0.0)
+
+
 def run_apps(
-    stack: Stack, seconds: float, rate: float, fault: Callable[[], None] | None
-) -> list[dict[str, Any]]:
+    stack: Stack, lifetimes: Lifetimes, seconds: float, rate: float, fault: Callable[[], None] | None
+) -> tuple[list[dict[str, Any]], int]:
     apps = [
         stack.app(f"load-{time.monotonic_ns()}-{i}", i, "--seconds", str(seconds), "--rate", str(rate))
         for i in (0, 1)
     ]
     if fault is not None:
+        # Mid-traffic: the apps' start (seconds on a loaded machine) is not part of their run.
+        began = lifetimes.mark()
+        wait_for("the apps' first spans", lambda: accepted(increase(began, lifetimes.mark())) > 0)
         time.sleep(seconds / 2)
         fault()
-    rows = []
+    rows: list[dict[str, Any]] = []
+    spans = 0
     for app in apps:
         out, _ = app.communicate(timeout=seconds + 300)
-        rows.extend(json.loads(line) for line in out.splitlines() if line.startswith('{"trace_id"'))
-    return rows
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        rows.extend(line for line in lines if "trace_id" in line)
+        spans += sum(line["spans"] for line in lines if "spans" in line)
+    return rows, spans
 
 
 def aborted_kept(stack: Stack, rows: list[dict[str, Any]], start_ns: int) -> dict[str, int]:
@@ -110,17 +180,27 @@ def aborted_kept(stack: Stack, rows: list[dict[str, Any]], start_ns: int) -> dic
 
 
 def phase(
-    stack: Stack, name: str, seconds: float, rate: float, fault: Callable[[], None] | None = None
+    stack: Stack,
+    lifetimes: Lifetimes,
+    name: str,
+    seconds: float,
+    rate: float,
+    fault: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    before = snapshot(stack)
+    before = lifetimes.mark()
     start_ns = time.time_ns() - 1_000_000_000
     started = time.monotonic()
-    rows = run_apps(stack, seconds, rate, fault)
-    settle(stack, quiet_s=8.0)
-    after = snapshot(stack)
-    result: dict[str, Any] = {"phase": name, "turns": len({r["trace_id"] for r in rows}), "calls": len(rows)}
+    rows, app_spans = run_apps(stack, lifetimes, seconds, rate, fault)
+    settle(lifetimes, quiet_s=8.0)
+    counted = increase(before, lifetimes.mark())
+    result: dict[str, Any] = {
+        "phase": name,
+        "turns": len({r["trace_id"] for r in rows}),
+        "calls": len(rows),
+        "app_spans": app_spans,
+    }
     for tier in TIERS:
-        delta = {k: round(after[tier][k] - before[tier][k], 3) for k in after[tier]}
+        delta = {k: round(v, 3) for k, v in counted[tier].items()}
         spans = delta["accepted"]
         delta["cpu_s_per_1000_spans"] = round(1000 * delta["cpu"] / spans, 3) if spans > 0 else None
         result[tier] = delta
@@ -129,38 +209,56 @@ def phase(
     return result
 
 
+def faults(stack: Stack, lifetimes: Lifetimes) -> list[tuple[str, Callable[[], None] | None]]:
+    procs = stack.procs
+
+    def stop_then_start(name: str, sig: int, down_s: float = 0.0) -> Callable[[], None]:
+        def fault() -> None:
+            lifetimes.poll()
+            procs[name].stop(sig)
+            time.sleep(down_s)
+            procs[name].start()
+
+        return fault
+
+    return [
+        ("steady", None),
+        ("gateway-1 killed (SIGKILL), back 5 s later", stop_then_start("gateway-1", signal.SIGKILL, 5.0)),
+        ("gateway-1 restarted (SIGTERM)", stop_then_start("gateway-1", signal.SIGTERM)),
+        ("agent-0 restarted (SIGTERM)", stop_then_start("agent-0", signal.SIGTERM)),
+        ("agent-0 killed (SIGKILL), restarted", stop_then_start("agent-0", signal.SIGKILL)),
+        ("jaeger restarted (SIGTERM)", stop_then_start("jaeger", signal.SIGTERM)),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rate", type=float, default=10.0, help="turns a second per app (two apps)")
     parser.add_argument("--decision-wait", default="5s")
+    parser.add_argument("--agent-queue", choices=("file", "memory"), default="file")
+    parser.add_argument("--gateway-bin", type=Path, help="another Collector build for the gateways")
+    parser.add_argument("--only", default="", help="run the phases whose name contains this (and steady)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pipeline-load-") as tmp:
-        stack = Stack(Path(tmp), decision_wait=args.decision_wait, monitoring=False)
+        stack = Stack(
+            Path(tmp),
+            decision_wait=args.decision_wait,
+            monitoring=False,
+            agent_queue=args.agent_queue,
+            **({"gateway_bin": args.gateway_bin} if args.gateway_bin else {}),
+        )
         try:
             stack.start()
-            procs = stack.procs
-            faults: list[tuple[str, Callable[[], None] | None]] = [
-                ("steady", None),
-                (
-                    "gateway-1 killed (SIGKILL), restarted 5 s later",
-                    lambda: kill_then_start(procs["gateway-1"], 5.0),
-                ),
-                ("agent-0 restarted (SIGTERM)", lambda: procs["agent-0"].restart()),
-                ("jaeger restarted (SIGTERM)", lambda: procs["jaeger"].restart()),
-            ]
-            for name, fault in faults:
-                # Counters restart with a restarted process: read deltas over the steady phase only.
-                print(json.dumps(phase(stack, name, args.seconds, args.rate, fault)), flush=True)
+            lifetimes = Lifetimes(stack)
+            for name, fault in faults(stack, lifetimes):
+                if fault is None or args.only in name:
+                    result = phase(stack, lifetimes, name, args.seconds, args.rate, fault)
+                    print(json.dumps(result), flush=True)
+            lifetimes.close()
         finally:
             stack.close()
     return 0
-
-
-def kill_then_start(proc: Any, down_s: float) -> None:
-    proc.stop(signal.SIGKILL)
-    time.sleep(down_s)
-    proc.start()
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
 """The pipeline users run, as real processes on 127.0.0.1: apps -> two agents (the Collector built
-from collector-config/go/agent, loadbalancing by trace id) -> two gateways (Jaeger v2's binary:
-tail sampling, span metrics) -> Jaeger (its Badger store in the temporary folder, kept across a
-restart); Debian's prometheus scraping the gateways with the repo's rules loaded, Debian's
-prometheus-alertmanager paging a webhook in this process.
+from collector-config/go/agent, loadbalancing by trace id, sending queue on disk in the temporary
+folder) -> two gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (its Badger
+store in the temporary folder, kept across a restart); Debian's prometheus scraping the gateways'
+exporter and every Collector's own metrics with the repo's rules loaded (the package's and the
+pipeline's), Debian's prometheus-alertmanager paging a webhook in this process.
 
 Each component runs from a copy of the repo's config in a temporary folder, changed only where a
 test must: listeners on free 127.0.0.1 ports, the agents' DNS resolver replaced by the two gateways'
 static addresses, Tempo left out, the gateways' tail-sampling wait, span-metrics flush and batch
 timeout shortened, an `attributes` processor that stamps which gateway exported a span
-(`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports. Used by
+(`pipeline.gateway`), the Collectors' own metrics on 127.0.0.1 ports, the agents' queue folder in
+the temporary folder, their retry interval towards a gateway shortened with the tail-sampling
+wait; on request, the gateways' queue towards Jaeger counted in spans and small
+(a drop to count) and the agents as they were before their queue went to disk. Used by
 tests/downstream/test_pipeline.py and tests/pipeline/load.py.
 """
 
@@ -182,7 +186,9 @@ class Ports:
     alertmanager: int = field(default_factory=free_port)
 
 
-def gateway_config(i: int, ports: Ports, *, decision_wait: str = "2s") -> dict[str, Any]:
+def gateway_config(
+    i: int, ports: Ports, *, decision_wait: str = "2s", queue_spans: int | None = None
+) -> dict[str, Any]:
     conf = copy.deepcopy(load_yaml(CC / "gateway.yaml"))
     conf["receivers"]["otlp"]["protocols"] = {"grpc": {"endpoint": f"127.0.0.1:{ports.gateway_grpc[i]}"}}
     conf["processors"]["tail_sampling"]["decision_wait"] = decision_wait
@@ -192,6 +198,14 @@ def gateway_config(i: int, ports: Ports, *, decision_wait: str = "2s") -> dict[s
     conf["connectors"]["spanmetrics"]["metrics_flush_interval"] = "1s"
     del conf["exporters"]["otlp/tempo"]
     conf["exporters"]["otlp/jaeger"]["endpoint"] = f"127.0.0.1:{ports.jaeger_grpc}"
+    if queue_spans is not None:
+        # A queue that a Jaeger outage of a few seconds' traffic overflows: a drop to count.
+        queue = {"enabled": True, "sizer": "items", "queue_size": queue_spans}
+        conf["exporters"]["otlp/jaeger"]["sending_queue"] = queue
+        # A request larger than the whole queue is refused at once: a restarted gateway releases
+        # its backlog in one batch. Batches well under the queue keep refusals to a full queue.
+        batch = conf["processors"]["batch"]
+        batch["send_batch_size"] = batch["send_batch_max_size"] = queue_spans // 4
     conf["exporters"]["prometheus"]["endpoint"] = f"127.0.0.1:{ports.gateway_prom[i]}"
     sampled = conf["service"]["pipelines"]["traces/sampled"]
     sampled["exporters"] = ["otlp/jaeger"]
@@ -200,13 +214,27 @@ def gateway_config(i: int, ports: Ports, *, decision_wait: str = "2s") -> dict[s
     return dict(conf)
 
 
-def agent_config(i: int, ports: Ports) -> dict[str, Any]:
+def agent_config(i: int, ports: Ports, workdir: Path, *, queue: str = "file") -> dict[str, Any]:
+    """queue "file": the repo's agent (its sending queue on disk, in workdir); "memory": the agent
+    as it was before issue 42 (a batch processor first, every queue in memory), for load.py."""
     conf = copy.deepcopy(load_yaml(CC / "agent.yaml"))
+    conf["extensions"]["file_storage/queue"]["directory"] = str(workdir / f"agent-{i}-queue")
+    if queue == "memory":
+        del conf["extensions"]
+        del conf["service"]["extensions"]
+        for name in ("loadbalancing", "otlp/gateway"):
+            conf["exporters"][name].pop("sending_queue")
+        conf["exporters"]["loadbalancing"].pop("retry_on_failure")
+        conf["service"]["pipelines"]["traces"]["processors"] = ["memory_limiter", "batch"]
     conf["receivers"]["otlp"]["protocols"] = {
         "grpc": {"endpoint": f"127.0.0.1:{ports.agent_grpc[i]}"},
         "http": {"endpoint": f"127.0.0.1:{ports.agent_http[i]}"},
     }
     conf["processors"]["batch"]["timeout"] = "200ms"
+    # Shortened with the gateways' decision_wait: after a gateway's outage each queued request is
+    # retried on its own timer, and a wait shorter than their spread splits a trace in two.
+    retry = conf["exporters"]["loadbalancing"]["protocol"]["otlp"]["retry_on_failure"]
+    retry.update(initial_interval="200ms", max_interval="500ms")
     gateways = [f"127.0.0.1:{port}" for port in ports.gateway_grpc]
     conf["exporters"]["loadbalancing"]["resolver"] = {"static": {"hostnames": gateways}}
     conf["exporters"]["otlp/gateway"]["endpoint"] = gateways[i]
@@ -216,11 +244,16 @@ def agent_config(i: int, ports: Ports) -> dict[str, Any]:
 
 # The test's copies of the alert rules: `for:` of the aborted-rate alert shortened from 10m (its
 # expression, windows and thresholds unchanged), so that the page arrives within the test.
-SHORT_FOR = {"ToolCallsAbortedRateHigh": "2s"}
+SHORT_FOR = {"ToolCallsAbortedRateHigh": "2s", "OtelcolPipelineDroppingSpans": "2s"}
+RULE_FILES = (
+    CC / "prometheus" / "rules" / "toolcalls.rules.yaml",
+    CC / "prometheus" / "rules" / "toolcalls-spanmetrics.rules.yaml",
+    CC / "prometheus" / "pipeline" / "otelcol-pipeline.rules.yaml",
+)
 
 
-def rules_copy(name: str) -> dict[str, Any]:
-    conf = copy.deepcopy(load_yaml(CC / "prometheus" / "rules" / name))
+def rules_copy(path: Path) -> dict[str, Any]:
+    conf = copy.deepcopy(load_yaml(path))
     for group in conf["groups"]:
         group["interval"] = "1s"
         for rule in group["rules"]:
@@ -232,13 +265,25 @@ def rules_copy(name: str) -> dict[str, Any]:
 class Stack:
     """The whole pipeline, started in dependency order; `close` stops what it started."""
 
-    def __init__(self, workdir: Path, *, decision_wait: str = "2s", monitoring: bool = True) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        *,
+        decision_wait: str = "2s",
+        monitoring: bool = True,
+        agent_queue: str = "file",
+        gateway_queue_spans: int | None = None,
+        gateway_bin: Path = BIN / "jaeger",
+    ) -> None:
         self.dir = workdir
         self.ports = Ports()
         self.procs: dict[str, Proc] = {}
         self.monitoring = monitoring
         self.webhook = Webhook() if monitoring else None
         self.decision_wait = decision_wait
+        self.agent_queue = agent_queue
+        self.gateway_queue_spans = gateway_queue_spans
+        self.gateway_bin = gateway_bin
 
     # -- configs -------------------------------------------------------------------------------
     def _write(self, name: str, conf: Any) -> Path:
@@ -247,10 +292,8 @@ class Stack:
         return path
 
     def _prometheus_config(self) -> Path:
-        rule_files = [
-            str(self._write(f"rules-{name}", rules_copy(name)))
-            for name in ("toolcalls.rules.yaml", "toolcalls-spanmetrics.rules.yaml")
-        ]
+        rule_files = [str(self._write(f"rules-{path.name}", rules_copy(path))) for path in RULE_FILES]
+        p = self.ports
         conf: dict[str, Any] = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": rule_files,
@@ -259,8 +302,17 @@ class Stack:
                     # Not honor_labels (the compose file's single collector uses it): two gateways
                     # export the same series, which the target's own labels keep apart.
                     "job_name": "gateways",
-                    "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in self.ports.gateway_prom]}],
-                }
+                    "static_configs": [{"targets": [f"127.0.0.1:{port}" for port in p.gateway_prom]}],
+                },
+                # The Collectors' own metrics (service::telemetry), which the pipeline rules read.
+                *(
+                    {"job_name": job, "static_configs": [{"targets": [f"127.0.0.1:{n}" for n in ports]}]}
+                    for job, ports in (
+                        ("otelcol-agent", p.agent_metrics),
+                        ("otelcol-gateway", p.gateway_metrics),
+                        ("jaeger", [p.jaeger_metrics]),
+                    )
+                ),
             ],
         }
         if self.webhook is not None:
@@ -308,14 +360,20 @@ class Stack:
             env,
         )
         for i in range(2):
-            config = self._write(f"gateway-{i}.yaml", gateway_config(i, p, decision_wait=self.decision_wait))
+            conf = gateway_config(
+                i,
+                p,
+                decision_wait=self.decision_wait,
+                queue_spans=self.gateway_queue_spans,
+            )
+            config = self._write(f"gateway-{i}.yaml", conf)
             self._add(
                 f"gateway-{i}",
-                [str(BIN / "jaeger"), f"--config={config}"],
+                [str(self.gateway_bin), f"--config={config}"],
                 lambda i=i: port_open(p.gateway_grpc[i]) and port_open(p.gateway_prom[i]),  # type: ignore[misc]
             )
         for i in range(2):
-            config = self._write(f"agent-{i}.yaml", agent_config(i, p))
+            config = self._write(f"agent-{i}.yaml", agent_config(i, p, self.dir, queue=self.agent_queue))
             self._add(
                 f"agent-{i}",
                 [str(BIN / "otelcol-agent"), f"--config={config}"],
@@ -412,6 +470,24 @@ class Stack:
         query = urllib.parse.urlencode({"query": expr})
         body = json.loads(http_get(f"{self.prometheus_url}/api/v1/query?{query}"))
         return list(body["data"]["result"])
+
+    def counted(self, selector: str, start_s: float, end_s: float) -> float:
+        """What the counters of `selector` counted between two times, summed over its series, read
+        per process lifetime from Prometheus's raw samples: a value lower than the one before is
+        a restarted process counting from 0 again, so it adds itself, never a negative delta.
+        What a process counted after its last scrape before it stopped is not seen."""
+        window = max(1, int(end_s - start_s) + 30)
+        query = urllib.parse.urlencode({"query": f"{selector}[{window}s]", "time": f"{end_s:.3f}"})
+        body = json.loads(http_get(f"{self.prometheus_url}/api/v1/query?{query}"))
+        total = 0.0
+        for series in body["data"]["result"]:
+            samples = [(float(t), float(v)) for t, v in series["values"]]
+            before = [v for t, v in samples if t <= start_s]
+            last = before[-1] if before else 0.0
+            for _, value in (sample for sample in samples if sample[0] > start_s):
+                total += value - last if value >= last else value
+                last = value
+        return total
 
     def collector_metric(self, port: int, name: str) -> float:
         """Sum of one metric's samples on a Collector's own /metrics (0 when absent)."""

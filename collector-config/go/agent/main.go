@@ -1,6 +1,6 @@
 // The agent tier's Collector (collector-config/agent.yaml): OTLP in, memory_limiter and batch,
 // spans out through contrib's loadbalancing exporter (routing by trace id), metrics out through
-// OTLP. Jaeger's own binary, which serves as the gateway, has no loadbalancing exporter.
+// OTLP; the file_storage extension keeps the exporters' sending queues on disk across a restart. Jaeger's own binary, which serves as the gateway, has no loadbalancing exporter.
 // Every module is at one Collector release: core v0.140.0, stable modules v1.46.0, contrib
 // v0.140.1. Not v0.139.0, Jaeger v1.75.0's: its loadbalancing exporter hands its own component id
 // to the OTLP factory, which refuses it, so no gateway exporter is ever created and every span is
@@ -12,6 +12,7 @@ import (
 	"log"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
 	"go.opentelemetry.io/collector/exporter/otlpexporter"
+	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/batchprocessor"
@@ -32,6 +34,11 @@ func components() (otelcol.Factories, error) {
 	// The Collector's own logs and metrics (service::telemetry); required since v0.140.
 	factories := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
+	if factories.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](
+		filestorage.NewFactory(),
+	); err != nil {
+		return factories, err
+	}
 	if factories.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](
 		otlpreceiver.NewFactory(),
 	); err != nil {
@@ -55,7 +62,7 @@ func main() {
 	settings := otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{
 			Command:     "otelcol-toolcalls-agent",
-			Description: "otel_toolcalls agent-tier Collector (otlp, memory_limiter, batch, loadbalancing)",
+			Description: "otel_toolcalls agent-tier Collector (otlp, memory_limiter, batch, loadbalancing, file_storage)",
 			Version:     "0.140.1",
 		},
 		Factories: components,
