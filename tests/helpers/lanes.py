@@ -35,6 +35,8 @@ FRAMEWORK_ADAPTERS = (
     "claude_agent_sdk",
     "crewai",
     "dspy",
+    # dspy.LM's default engine, the lm15 DSPy bundles: a provider adapter, in DSPy's venvs.
+    "dspy_lm15",
     "google_adk",
     "haystack",
     "llama_index",
