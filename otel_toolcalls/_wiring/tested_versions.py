@@ -26,6 +26,10 @@ TESTED: dict[str, tuple[str, str]] = {
     "litellm": ("1.108.0", "1.110.2"),
     "ollama": ("0.4.0", "0.6.3"),
     "huggingface_hub": ("0.30.0", "2.5.0"),
+    # lm15: 0.9.9 (2026-09-15), its first release on PyPI; BaseProviderLM.stream /
+    #   AsyncBaseProviderLM.stream and the canonical events are the same from it to 1.5.0. Lanes
+    #   lm15-floor, lm15 (newest).
+    "lm15": ("0.9.9", "1.5.0"),
     # LangGraph's floor is older than twelve months (1.0.4 was the newest on 2025-12-01).
     "langgraph": ("0.3.1", "1.2.24"),
     "langchain-openai": ("0.3.0", "1.8.1"),
@@ -107,5 +111,7 @@ SURFACES: dict[str, tuple[str, str]] = {
     "openai_realtime": ("1.58.0", "3.63.0"),
     # client.responses.connect(): the Responses API's WebSocket transport, from 2.22.
     "openai_responses_ws": ("2.22.0", "3.63.0"),
+    # dspy.LM's default engine: DSPy bundles lm15 (1.0.0rc3) from 3.4.0.
+    "dspy_lm15": ("3.4.0", "3.4.1"),
 }
 
