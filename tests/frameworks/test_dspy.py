@@ -117,7 +117,8 @@ def test_native_call_streamed_async_executed_and_linked(
     async def calls() -> list[Any]:
         with dspy.context(lm=_lm(fake, engine), adapter=dspy.JSONAdapter()):
             program = dspy.streamify(dspy.Predict(Ask))
-            outputs = [o async for o in program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)])]
+            streamed = program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)])
+            outputs = [o async for o in streamed]
         (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
         return list(prediction.tool_calls.tool_calls)
 
@@ -173,7 +174,9 @@ def test_cut_inside_the_arguments_on_lm15_fails_in_the_tool_signature(
     assert execution.attributes["toolcall.abort_reason"] == "truncated" and execution.links == ()
 
 
-def test_cut_inside_the_arguments_refused_in_strict_mode(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
+def test_cut_inside_the_arguments_refused_in_strict_mode(
+    instrument: Any, telemetry: Any, fake: Any, engine: str
+) -> None:
     fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"))
     (call,) = _calls(fake, engine)
     instrument(strict=True)
@@ -193,7 +196,9 @@ def test_cut_stream_raises_and_nothing_runs(instrument: Any, telemetry: Any, fak
     assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
 
 
-def test_limited_call_runs_unlinked_and_strict_refuses_it(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
+def test_limited_call_runs_unlinked_and_strict_refuses_it(
+    instrument: Any, telemetry: Any, fake: Any, engine: str
+) -> None:
     fake.enqueue(tool_call_script([LIMITED], finish_reason="length"))
     (call,) = _calls(fake, engine)
     assert call.execute(functions=[dspy.Tool(get_weather)]) == "sunny"

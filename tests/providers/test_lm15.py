@@ -122,8 +122,9 @@ def test_closed_early_is_closed(telemetry, instrument, fake):
 def test_through_the_router(telemetry, instrument, fake):
     # LMRouter picks the provider from "openai-chat:<model>" and iterates its stream: traced once.
     fake.enqueue(tool_call_script(PARALLEL))
-    config = lm15.RouterConfig(api_keys={"openai-chat": "sk-fake"}, base_urls={"openai-chat": fake.base_url + "/v1"})
-    events = list(lm15.LMRouter(config).stream(Request(model=f"openai-chat:{MODEL}", messages=REQUEST.messages)))
+    base_urls = {"openai-chat": fake.base_url + "/v1"}
+    router = lm15.LMRouter(lm15.RouterConfig(api_keys={"openai-chat": "sk-fake"}, base_urls=base_urls))
+    events = list(router.stream(Request(model=f"openai-chat:{MODEL}", messages=REQUEST.messages)))
     assert len(_arguments(events)) == 2
     assert telemetry.calls_by_outcome() == {("completed", None): 2}
 
@@ -133,12 +134,12 @@ def test_limited_call_linked_never_and_refused_in_strict_mode(telemetry, instrum
     instrument(strict=True)
     fake.enqueue(tool_call_script([LIMITED], finish_reason="length"))
     events = _drain(fake, False)
-    (call_id,) = [e.delta.id for e in events if e.type == "delta" and e.delta.type == "tool_call" and e.delta.id]
-    with pytest.raises(IncompleteToolCallError) as refused:
-        with execute_tool(call_id, name="get_weather"):
-            ran.append("body")
+    (call_id,) = [e.delta.id for e in events if e.type == "delta" and e.delta.id]
+    with pytest.raises(IncompleteToolCallError) as refused, execute_tool(call_id, name="get_weather"):
+        ran.append("body")
     assert ran == [] and refused.value.reason == "truncated"
-    (execution,) = [s for s in telemetry.spans() if s.attributes.get(n.GEN_AI_OPERATION_NAME) == "execute_tool"]
+    operations = {s.attributes.get(n.GEN_AI_OPERATION_NAME): s for s in telemetry.spans()}
+    execution = operations[n.OPERATION_EXECUTE_TOOL]
     assert execution.links == () and execution.status.status_code is StatusCode.ERROR
 
 
