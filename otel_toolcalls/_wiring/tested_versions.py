@@ -95,7 +95,8 @@ TESTED: dict[str, tuple[str, str]] = {
     # DSPy: 3.1.0 (2026-01-06) is the first of the last twelve months, but a native tool call keeps
     #   its id (so an execution can be linked or refused) from 3.3.0 (2026-08-03): its oldest.
     #   Tool.__call__ / acall and ToolCalls.ToolCall.execute are the same from 3.1.0 (spans, not
-    #   linked, before 3.3.0). Lanes 3.3.0 (-previous), 3.4.1.
+    #   linked, before 3.3.0). Lanes 3.3.0 (-previous), 3.4.1. The dspy_lm15 adapter (dspy.LM's default
+    #   engine, the lm15 1.0.0rc3 DSPy bundles from 3.4.0) runs in the 3.4.1 lane.
     "dspy": ("3.3.0", "3.4.1"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),
@@ -111,7 +112,5 @@ SURFACES: dict[str, tuple[str, str]] = {
     "openai_realtime": ("1.58.0", "3.63.0"),
     # client.responses.connect(): the Responses API's WebSocket transport, from 2.22.
     "openai_responses_ws": ("2.22.0", "3.63.0"),
-    # dspy.LM's default engine: DSPy bundles lm15 (1.0.0rc3) from 3.4.0.
-    "dspy_lm15": ("3.4.0", "3.4.1"),
 }
 

@@ -10,7 +10,11 @@ from .streams import Streams
 
 SDK = Streams("dspy._vendor.lm15")
 # DSPy before 3.4 bundles no lm15: its targets are not in those releases, not missing.
-REQUIRES = Requires(sdk="dspy", targets=SDK.targets, surfaces=((SDK.targets[0][0], "BaseProviderLM"),))
+REQUIRES = Requires(
+    sdk="dspy",
+    targets=SDK.targets,
+    surfaces=tuple((module, attr.split(".")[0]) for module, attr in SDK.targets),
+)
 
 
 def instrument(telemetry: Telemetry) -> bool:
