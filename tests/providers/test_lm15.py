@@ -8,6 +8,7 @@ from typing import Any
 
 import lm15
 import pytest
+from examples_run import run_example
 from lm15 import Message, OpenAIChatLM, Request
 from lm15.providers import AsyncOpenAIChatLM
 from opentelemetry.trace import StatusCode
@@ -151,3 +152,18 @@ def test_completed_call_executed_and_linked(telemetry, instrument, fake):
     call = _span(telemetry, "call_limited")
     assert [link.context.span_id for link in span.links] == [call.context.span_id]
     assert span.attributes[n.TOOLCALL_OUTCOME] == "completed"
+
+
+def test_the_example_under_opentelemetry_instrument() -> None:
+    lines, spans = run_example("lm15_agent.py")
+    assert "call_cut: refused (IncompleteToolCallError)" in lines
+    assert "ran get_weather('Zürich')" in lines and "ran get_weather('Zürich, Sch')" not in lines
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    assert calls["call_cut"]["attributes"]["toolcall.abort_reason"] == "truncated"
+    executed = {
+        s["attributes"]["gen_ai.tool.call.id"]: s for s in spans if s["name"].startswith("execute_tool ")
+    }
+    assert executed["call_cut"]["status"]["status_code"] == "ERROR" and executed["call_cut"]["links"] == []
+    assert [link["context"]["span_id"] for link in executed["call_whole"]["links"]] == [
+        calls["call_whole"]["context"]["span_id"]
+    ]
