@@ -128,9 +128,10 @@ AIOBOTOCORE = ["tests/providers/test_bedrock_async.py",
 AIOBOTOCORE_EXTRA = ["opentelemetry-distro", "boto3"]  # boto3: the bedrock app; uv keeps it in step
 AIOBOTOCORE_DRIVERS = ["aiobotocore_converse", "aiobotocore_invoke"]
 
-# lm15's tests reuse the openai chat test helpers; its app runs under opentelemetry-instrument.
+# lm15's tests reuse the openai chat test helpers; its app runs under opentelemetry-instrument, with
+# the other apps of the SDKs installed (openai's, the WebSocket ones need websockets).
 LM15 = ["tests/providers/test_lm15.py", "tests/wiring/test_import_order.py::test_the_span_comes_out"]
-LM15_EXTRA = ["openai", "opentelemetry-distro"]
+LM15_EXTRA = ["openai", "websockets", "opentelemetry-distro"]
 
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
 # user necessarily has an older httpx.
