@@ -4,16 +4,15 @@
         opentelemetry-instrument python examples/dspy_agent.py
 
 It starts the package's fake OpenAI-compatible server (127.0.0.1, no API key) and streams a
-``dspy.Predict`` with tools through ``dspy.streamify`` (``dspy.LM`` is LiteLLM, which the litellm
-adapter traces). The model's first call is cut by the token limit inside its arguments: DSPy repairs
-the JSON and would run the tool on ``"Zürich, Sch"``; in strict mode ``execute`` refuses it
-before the tool body. The second call completes, runs inside ``execute_tool`` and is linked to its
+``dspy.Predict`` with tools through ``dspy.streamify``, ``dspy.LM`` as users write it (its default
+engine: from 3.4.0 DSPy's bundled lm15 client, traced by the dspy_lm15 adapter; LiteLLM before,
+traced by the litellm adapter). The model's first call is cut by the token limit inside its
+arguments: DSPy would run the tool on what it makes of the cut text; in strict mode ``execute``
+refuses it before the tool body. The second call completes, runs inside ``execute_tool`` and is linked to its
 tool-call span (DSPy keeps the call id from 3.3.0).
 """
 
 from __future__ import annotations
-
-import inspect
 
 import dspy
 
@@ -43,11 +42,7 @@ def main() -> None:
     tools = [dspy.Tool(get_weather)]
     with FakeProvider() as fake:
         fake.enqueue(tool_call_script([CUT], finish_reason="length"), tool_call_script([WHOLE]))
-        # LiteLLM (from 3.4.0 dspy.LM prefers its own lm15 client, which the package does not trace).
-        engine = {"engine": "litellm"} if "engine" in inspect.signature(dspy.LM.__init__).parameters else {}
-        lm = dspy.LM(
-            "openai/gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="not-needed", cache=False, **engine
-        )
+        lm = dspy.LM("openai/gpt-4o-mini", api_base=fake.base_url + "/v1", api_key="not-needed", cache=False)
         program = dspy.streamify(dspy.Predict(Ask), async_streaming=False)
         with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
             for _ in range(2):

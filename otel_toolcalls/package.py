@@ -28,6 +28,7 @@ _instruments_any = (
     "langchain-core>=0.3.86",
     "litellm>=1.108.0",
     "llama-index-core>=0.13.0",
+    "lm15>=0.9.9",
     "mcp>=1.25.0",
     "mistralai>=3.0.0",
     "ollama>=0.4.0",

@@ -12,10 +12,9 @@ Choke points:
   is no tool-call block, so no call id: the span is the package's, ``unknown``, never linked,
   never refused. Inside ``execute`` (a ``Tool`` handed to it) the call's span is the one span.
 
-DSPy makes no OpenTelemetry spans itself. Its LM streams through LiteLLM: that adapter traces the
-stream once; nothing here touches it. From 3.4 the default ``engine="auto"`` prefers DSPy's bundled
-``lm15`` client, which has its own HTTP code the package does not trace: its requests are counted
-on (``LM15Engine`` / ``AsyncLM15Engine`` ``complete`` and ``stream``) only to say so once, at WARNING.
+DSPy makes no OpenTelemetry spans itself. Its LM streams through LiteLLM or, from 3.4 by default
+(``engine="auto"``), through its bundled ``lm15`` client: the litellm or the dspy_lm15 adapter
+traces the stream once; nothing here touches it.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core.errors import report, warn_once
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
@@ -36,22 +35,8 @@ _log = logging.getLogger(__name__)
 
 _MODULE = "dspy.adapters.types.tool"
 _EXECUTE = "ToolCalls.ToolCall.execute"
-# DSPy's own client (3.4+): its requests are not traced, only said once.
-_LM15 = "dspy.clients.engines.lm15_engine"
-_LM15_REQUESTS = tuple(
-    (_LM15, f"{engine}.{method}")
-    for engine in ("LM15Engine", "AsyncLM15Engine")
-    for method in ("complete", "stream")
-)
 REQUIRES = Requires(
-    sdk="dspy",
-    targets=((_MODULE, _EXECUTE), (_MODULE, "Tool.__call__"), (_MODULE, "Tool.acall"), *_LM15_REQUESTS),
-    surfaces=((_LM15, "LM15Engine"),),
-)
-_UNTRACED = (
-    "dspy.LM engine 'lm15' (DSPy's bundled client, chosen by the default engine='auto') is not traced: "
-    "its streamed tool calls are not seen, so their executions are never linked nor refused; "
-    "dspy.LM(..., engine=\"litellm\") is traced"
+    sdk="dspy", targets=((_MODULE, _EXECUTE), (_MODULE, "Tool.__call__"), (_MODULE, "Tool.acall"))
 )
 _patches = Patches()
 # The modules whose frames stand between execute() and its caller once it is wrapped.
@@ -98,12 +83,6 @@ def _execute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwarg
     return run(execution, wrapped, args, kwargs)
 
 
-def _untraced_request(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    if is_instrumentation_enabled():
-        warn_once(f"{__name__}.lm15", _UNTRACED)
-    return wrapped(*args, **kwargs)
-
-
 def _defines_call() -> bool:
     # A Tool without its own __call__ would find its metaclass's: wrapping that would break Tool().
     try:
@@ -122,8 +101,6 @@ def instrument(telemetry: Telemetry) -> bool:
         _log.debug("otel_toolcalls: dspy.Tool defines no __call__: its direct runs get no span")
     _patches.wrap(_MODULE, "Tool.acall", functools.partial(_tool_acall, telemetry))
     _patches.wrap(_MODULE, _EXECUTE, functools.partial(_execute, telemetry))
-    for module, attr in _LM15_REQUESTS:  # absent before 3.4: nothing wrapped, nothing to say
-        _patches.wrap(module, attr, _untraced_request)
     return bool(_patches)
 
 

@@ -27,6 +27,9 @@ ADAPTERS: dict[str, str] = {
     "groq": f"{_P}.groq",
     "huggingface": f"{_P}.huggingface",
     "litellm": f"{_P}.litellm",
+    "lm15": f"{_P}.lm15.adapter",
+    # dspy.LM's default engine (3.4+): the lm15 DSPy bundles.
+    "dspy_lm15": f"{_P}.lm15.dspy",
     "mistral": f"{_P}.mistral",
     "ollama": f"{_P}.ollama",
     "openai": f"{_P}.openai.adapter",

@@ -26,6 +26,10 @@ TESTED: dict[str, tuple[str, str]] = {
     "litellm": ("1.108.0", "1.110.2"),
     "ollama": ("0.4.0", "0.6.3"),
     "huggingface_hub": ("0.30.0", "2.5.0"),
+    # lm15: 0.9.9 (2026-09-15), its first release on PyPI; BaseProviderLM.stream /
+    #   AsyncBaseProviderLM.stream and the canonical events are the same from it to 1.5.0. Lanes
+    #   lm15-floor, lm15 (newest).
+    "lm15": ("0.9.9", "1.5.0"),
     # LangGraph's floor is older than twelve months (1.0.4 was the newest on 2025-12-01).
     "langgraph": ("0.3.1", "1.2.24"),
     "langchain-openai": ("0.3.0", "1.8.1"),
@@ -92,7 +96,8 @@ TESTED: dict[str, tuple[str, str]] = {
     # DSPy: 3.1.0 (2026-01-06) is the first of the last twelve months, but a native tool call keeps
     #   its id (so an execution can be linked or refused) from 3.3.0 (2026-08-03): its oldest.
     #   Tool.__call__ / acall and ToolCalls.ToolCall.execute are the same from 3.1.0 (spans, not
-    #   linked, before 3.3.0). Lanes 3.3.0 (-previous), 3.4.1.
+    #   linked, before 3.3.0). Lanes 3.3.0 (-previous), 3.4.1. The dspy_lm15 adapter (dspy.LM's default
+    #   engine, the lm15 1.0.0rc3 DSPy bundles from 3.4.0) runs in the 3.4.1 lane.
     "dspy": ("3.3.0", "3.4.1"),
     "opentelemetry-api": ("1.30.0", "1.45.2"),
     "opentelemetry-sdk": ("1.30.0", "1.45.2"),

@@ -29,7 +29,7 @@ class Ask(dspy.Signature):
 
 def main() -> None:
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
-    # LiteLLM: from 3.4.0 dspy.LM prefers its own lm15 client, which the package does not trace.
+    # LiteLLM by name (the default engine from 3.4.0, lm15, is app_dspy_lm15's).
     engine = {"engine": "litellm"} if "engine" in inspect.signature(dspy.LM.__init__).parameters else {}
     tools = [dspy.Tool(get_weather)]
     with FakeProvider() as fake:

@@ -1,11 +1,12 @@
-"""DSPy: ``dspy.Predict`` with tools (native function calling through LiteLLM, streamed with
-``dspy.streamify``) and ``dspy.ReAct`` (its text fields), ``dspy.LM`` against the fake provider.
-The litellm adapter traces the stream; the dspy adapter adds the execution spans.
+"""DSPy: ``dspy.Predict`` with tools (native function calling, streamed with ``dspy.streamify``) and
+``dspy.ReAct`` (its text fields), ``dspy.LM`` against the fake provider, on each of its engines: the
+LiteLLM engine (the litellm adapter traces the stream) and, from 3.4.0, the default one, DSPy's
+bundled lm15 client (the dspy_lm15 adapter traces it). The dspy adapter adds the execution spans.
 
 Observed (3.1.0, 3.4.1, LiteLLM engine): on a stream stopped by the token limit inside the
 arguments, DSPy repairs the cut JSON (``json_repair``) and ``execute`` runs the tool body with the
-cut value (``"Zürich, Sch"``). (3.4's default lm15 engine hands ``{"partial_json": <the text>}``
-on instead.)
+cut value (``"Zürich, Sch"``). 3.4's default lm15 engine hands ``{"partial_json": <the text>}``
+on instead, which the tool's signature refuses before its body.
 """
 
 from __future__ import annotations
@@ -58,13 +59,18 @@ def _clear() -> None:
     body.calls.clear()
 
 
-# From 3.4.0 dspy.LM prefers its vendored lm15 client (engine="auto"), which the package does not
-# trace: the LiteLLM engine is asked for by name there.
+# From 3.4.0 dspy.LM prefers its bundled lm15 client (the default engine="auto"); LiteLLM is asked
+# for by name. Every native-call test runs on each engine the release has (no lm15 before 3.4.0).
 ENGINES = "engine" in inspect.signature(dspy.LM.__init__).parameters
 
 
-def _lm(fake: Any, **options: Any) -> dspy.LM:
-    if ENGINES:
+@pytest.fixture(params=["litellm", "default"] if ENGINES else ["litellm"])
+def engine(request: Any) -> str:
+    return str(request.param)
+
+
+def _lm(fake: Any, engine: str = "litellm", **options: Any) -> dspy.LM:
+    if ENGINES and engine == "litellm":
         options.setdefault("engine", "litellm")
     return dspy.LM(
         "openai/gpt-4o-mini",
@@ -76,9 +82,9 @@ def _lm(fake: Any, **options: Any) -> dspy.LM:
     )
 
 
-def _calls(fake: Any, lm: dspy.LM | None = None) -> list[Any]:
+def _calls(fake: Any, engine: str, lm: dspy.LM | None = None) -> list[Any]:
     """The model's calls, as ``dspy.Predict`` streamed them through ``dspy.streamify``."""
-    with dspy.context(lm=lm or _lm(fake), adapter=dspy.JSONAdapter()):
+    with dspy.context(lm=lm or _lm(fake, engine), adapter=dspy.JSONAdapter()):
         program = dspy.streamify(dspy.Predict(Ask), async_streaming=False)
         outputs = list(program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)]))
     (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
@@ -90,9 +96,9 @@ def _tool_call_span(telemetry: Any, call_id: str) -> Any:
     return span
 
 
-def test_native_call_executed_and_linked(instrument: Any, telemetry: Any, fake: Any) -> None:
+def test_native_call_executed_and_linked(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
     fake.enqueue(tool_call_script([WHOLE]))
-    (call,) = _calls(fake)
+    (call,) = _calls(fake, engine)
     # No functions: DSPy looks the tool up in its caller's frame, as without the package.
     assert call.execute() == "sunny"
     (execution,) = executions(telemetry)
@@ -105,18 +111,37 @@ def test_native_call_executed_and_linked(instrument: Any, telemetry: Any, fake: 
     assert [link.context.span_id for link in execution.links] == [call_span.context.span_id]
 
 
-def test_execute_with_dspy_tools_is_one_span(instrument: Any, telemetry: Any, fake: Any) -> None:
+def test_native_call_streamed_async_executed_and_linked(
+    instrument: Any, telemetry: Any, fake: Any, engine: str
+) -> None:
+    async def calls() -> list[Any]:
+        with dspy.context(lm=_lm(fake, engine), adapter=dspy.JSONAdapter()):
+            program = dspy.streamify(dspy.Predict(Ask))
+            streamed = program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)])
+            outputs = [o async for o in streamed]
+        (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
+        return list(prediction.tool_calls.tool_calls)
+
     fake.enqueue(tool_call_script([WHOLE]))
-    (call,) = _calls(fake)
+    (call,) = asyncio.run(calls())
+    assert call.execute(functions=[dspy.Tool(get_weather)]) == "sunny"
+    (execution,) = executions(telemetry)
+    call_span = _tool_call_span(telemetry, WHOLE.id)
+    assert [link.context.span_id for link in execution.links] == [call_span.context.span_id]
+
+
+def test_execute_with_dspy_tools_is_one_span(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
+    fake.enqueue(tool_call_script([WHOLE]))
+    (call,) = _calls(fake, engine)
     # A dspy.Tool handed to execute: Tool.__call__ runs inside the call's span, not a second one.
     assert call.execute(functions={"get_weather": dspy.Tool(get_weather)}) == "sunny"
     (execution,) = executions(telemetry)
     assert body.calls == [("Zürich", execution.context.span_id)]
 
 
-def test_execute_not_found_raises_as_before(instrument: Any, telemetry: Any, fake: Any) -> None:
+def test_execute_not_found_raises_as_before(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
     fake.enqueue(tool_call_script([WHOLE]))
-    (call,) = _calls(fake)
+    (call,) = _calls(fake, engine)
     with pytest.raises(ValueError, match="not found"):
         call.execute(functions={})
     assert body.calls == []
@@ -124,7 +149,7 @@ def test_execute_not_found_raises_as_before(instrument: Any, telemetry: Any, fak
 
 def test_cut_inside_the_arguments_runs_on_repaired_json(instrument: Any, telemetry: Any, fake: Any) -> None:
     fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"))
-    (call,) = _calls(fake)
+    (call,) = _calls(fake, "litellm")
     assert call.execute(functions=[dspy.Tool(get_weather)]) == "sunny"
     assert body.locations == ["Zürich, Sch"]  # DSPy closed the cut JSON and ran the tool on it
     (execution,) = executions(telemetry)
@@ -133,9 +158,27 @@ def test_cut_inside_the_arguments_runs_on_repaired_json(instrument: Any, telemet
     assert execution.links == ()
 
 
-def test_cut_inside_the_arguments_refused_in_strict_mode(instrument: Any, telemetry: Any, fake: Any) -> None:
+@pytest.mark.skipif(not ENGINES, reason="before 3.4.0 dspy.LM has only LiteLLM")
+def test_cut_inside_the_arguments_on_lm15_fails_in_the_tool_signature(
+    instrument: Any, telemetry: Any, fake: Any
+) -> None:
+    # lm15 hands the cut text on as {"partial_json": ...}: execute fails before the body, in an
+    # execution span that says the call was aborted and links nothing.
     fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"))
-    (call,) = _calls(fake)
+    (call,) = _calls(fake, "default")
+    assert call.args == {"partial_json": PARTIAL.arguments}
+    with pytest.raises(RuntimeError):
+        call.execute(functions=[dspy.Tool(get_weather)])
+    assert body.calls == []
+    (execution,) = executions(telemetry)
+    assert execution.attributes["toolcall.abort_reason"] == "truncated" and execution.links == ()
+
+
+def test_cut_inside_the_arguments_refused_in_strict_mode(
+    instrument: Any, telemetry: Any, fake: Any, engine: str
+) -> None:
+    fake.enqueue(tool_call_script([PARTIAL], finish_reason="length"))
+    (call,) = _calls(fake, engine)
     instrument(strict=True)
     with pytest.raises(IncompleteToolCallError):
         call.execute(functions=[dspy.Tool(get_weather)])
@@ -145,17 +188,19 @@ def test_cut_inside_the_arguments_refused_in_strict_mode(instrument: Any, teleme
     assert execution.attributes["toolcall.abort_reason"] == "truncated"
 
 
-def test_cut_stream_raises_and_nothing_runs(instrument: Any, telemetry: Any, fake: Any) -> None:
+def test_cut_stream_raises_and_nothing_runs(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
     fake.enqueue(cut_turn()[0])  # the connection drops inside the arguments
     with pytest.raises(Exception):  # noqa: B017 (whatever LiteLLM makes of httpx's error)
-        _calls(fake)
+        _calls(fake, engine)
     assert body.calls == [] and executions(telemetry) == []
     assert telemetry.calls_by_outcome() == {("aborted", "stream_error"): 1}
 
 
-def test_limited_call_runs_unlinked_and_strict_refuses_it(instrument: Any, telemetry: Any, fake: Any) -> None:
+def test_limited_call_runs_unlinked_and_strict_refuses_it(
+    instrument: Any, telemetry: Any, fake: Any, engine: str
+) -> None:
     fake.enqueue(tool_call_script([LIMITED], finish_reason="length"))
-    (call,) = _calls(fake)
+    (call,) = _calls(fake, engine)
     assert call.execute(functions=[dspy.Tool(get_weather)]) == "sunny"
     (execution,) = executions(telemetry)
     assert execution.attributes["toolcall.outcome"] == "aborted" and execution.links == ()
@@ -168,46 +213,19 @@ def test_limited_call_runs_unlinked_and_strict_refuses_it(instrument: Any, telem
     assert isinstance(raised.value, IncompleteToolCallError) and body.calls == []
 
 
-@pytest.mark.skipif(not ENGINES, reason="before 3.4.0 dspy.LM has only LiteLLM")
-def test_default_engine_lm15_is_not_seen(instrument: Any, telemetry: Any, fake: Any) -> None:
-    # dspy.LM's default engine from 3.4.0 is its vendored lm15 client (its own HTTP): the package
-    # sees no stream, so the execution has the call's id but no outcome and no link.
-    fake.enqueue(tool_call_script([WHOLE]))
-    with dspy.context(lm=_lm(fake, engine="auto"), adapter=dspy.JSONAdapter()):
-        program = dspy.streamify(dspy.Predict(Ask), async_streaming=False)
-        outputs = list(program(question="Weather in Zürich?", tools=[dspy.Tool(get_weather)]))
-    (prediction,) = [o for o in outputs if isinstance(o, dspy.Prediction)]
-    (call,) = prediction.tool_calls.tool_calls
-    assert call.execute() == "sunny"
-    assert telemetry.tool_spans() == []
-    (execution,) = executions(telemetry)
-    assert execution.attributes["gen_ai.tool.call.id"] == WHOLE.id
-    assert execution.attributes["toolcall.outcome"] == "unknown" and execution.links == ()
-
-
 def _package_warnings(caplog: Any) -> list[str]:
     ours = [r for r in caplog.records if r.name.startswith("otel_toolcalls")]
     return [r.getMessage() for r in ours if r.levelno >= logging.WARNING]
 
 
-@pytest.mark.skipif(not ENGINES, reason="before 3.4.0 dspy.LM has only LiteLLM: no lm15 engine to warn about")
-def test_default_engine_lm15_is_said_once(instrument: Any, telemetry: Any, fake: Any, caplog: Any) -> None:
-    lm = _lm(fake, engine="auto")
+def test_each_engine_is_traced_and_says_nothing(
+    instrument: Any, telemetry: Any, fake: Any, caplog: Any, engine: str
+) -> None:
+    lm = _lm(fake, engine)
     with caplog.at_level(logging.WARNING, logger="otel_toolcalls"):
         for _ in range(2):
             fake.enqueue(tool_call_script([WHOLE]))
-            (call,) = _calls(fake, lm)
-            assert call.id == WHOLE.id  # the request was made and answered, through lm15
-    assert len(fake.requests) == 2 and telemetry.tool_spans() == []
-    (warning,) = _package_warnings(caplog)
-    assert "engine 'lm15'" in warning and 'engine="litellm") is traced' in warning
-
-
-def test_litellm_engine_says_nothing(instrument: Any, telemetry: Any, fake: Any, caplog: Any) -> None:
-    with caplog.at_level(logging.WARNING, logger="otel_toolcalls"):
-        for _ in range(2):
-            fake.enqueue(tool_call_script([WHOLE]))
-            (call,) = _calls(fake)
+            (call,) = _calls(fake, engine, lm)
             assert call.id == WHOLE.id
     assert len(fake.requests) == 2 and len(telemetry.tool_spans()) == 2
     assert _package_warnings(caplog) == []
@@ -246,13 +264,13 @@ def _react_spans(telemetry: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["forward", "aforward"])
 def test_react_text_steps_are_unknown_and_never_refused(
-    instrument: Any, telemetry: Any, fake: Any, asynchronous: bool
+    instrument: Any, telemetry: Any, fake: Any, asynchronous: bool, engine: str
 ) -> None:
     # ReAct names its tool in text fields: no tool-call block, no id.
     instrument(strict=True)
     fake.enqueue(*_react_turns())
     react = dspy.ReAct("question -> answer", tools=[get_weather], max_iters=3)
-    with dspy.context(lm=_lm(fake), adapter=dspy.ChatAdapter()):
+    with dspy.context(lm=_lm(fake, engine), adapter=dspy.ChatAdapter()):
         if asynchronous:
             result = asyncio.run(react.acall(question="Weather in Zürich?"))
         else:
@@ -267,14 +285,16 @@ def test_react_text_steps_are_unknown_and_never_refused(
     assert telemetry.tool_spans() == []
 
 
-def test_react_streamed_with_streamify(instrument: Any, telemetry: Any, fake: Any) -> None:
+def test_react_streamed_with_streamify(instrument: Any, telemetry: Any, fake: Any, engine: str) -> None:
     fake.enqueue(*_react_turns(streamed=True))
     react = dspy.ReAct("question -> answer", tools=[get_weather], max_iters=3)
-    with dspy.context(lm=_lm(fake), adapter=dspy.ChatAdapter()):
+    with dspy.context(lm=_lm(fake, engine), adapter=dspy.ChatAdapter()):
         outputs = list(dspy.streamify(react, async_streaming=False)(question="Weather in Zürich?"))
     assert [o.answer for o in outputs if isinstance(o, dspy.Prediction)] == ["Sunny."]
     assert sorted(_react_spans(telemetry)) == ["finish", "get_weather"]
     assert [location for location, _ in body.calls] == ["Zürich"]
+    assert telemetry.tool_spans() == []  # the streams were traced: they hold no tool-call block
+    assert len([s for s in telemetry.spans() if s.name.startswith("chat ")]) == 3
 
 
 def test_a_direct_tool_call_is_an_unknown_execution(instrument: Any, telemetry: Any) -> None:

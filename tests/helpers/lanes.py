@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from otel_toolcalls._wiring.adapters import adapter_names, load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +37,8 @@ FRAMEWORK_ADAPTERS = (
     "claude_agent_sdk",
     "crewai",
     "dspy",
+    # dspy.LM's default engine, the lm15 DSPy bundles: a provider adapter, in DSPy's venvs.
+    "dspy_lm15",
     "google_adk",
     "haystack",
     "llama_index",
@@ -58,8 +62,20 @@ def requires(adapter: str) -> Any:
     return load(adapter).REQUIRES
 
 
+# Adapters whose surface is younger than their distribution's oldest framework lane: the first
+# release with it (DSPy bundles lm15 from 3.4.0). An older release has nothing for them to trace.
+SINCE = {"dspy_lm15": "3.4.0"}
+
+
+def _has_surface(adapter: str, version: str | None) -> bool:
+    """A release of the adapter's distribution (None: the newest) with the surface it covers."""
+    since = SINCE.get(adapter)
+    return since is None or version is None or Version(version) >= Version(since)
+
+
 def installed(adapter: str) -> bool:
-    return requires(adapter).version() is not None
+    version = requires(adapter).version()
+    return version is not None and _has_surface(adapter, version)
 
 
 def targets_here(adapter: str) -> list[tuple[str, str]]:
@@ -80,9 +96,23 @@ def requirement_names(path: str) -> set[str]:
     return names
 
 
+def requirement_pins(path: str) -> dict[str, str]:
+    """distribution -> version, for the ``name==version`` lines of a requirements file."""
+    pins = {}
+    for line in (ROOT / path).read_text().splitlines():
+        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)", line)
+        if match:
+            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
+    return pins
+
+
 def _lanes_of(adapter: str) -> list[tuple[str, str]]:
     sdk = requires(adapter).sdk
-    return [(venv, path) for venv, path in FRAMEWORK_LANES.items() if sdk in requirement_names(path)]
+    return [
+        (venv, path)
+        for venv, path in FRAMEWORK_LANES.items()
+        if sdk in requirement_names(path) and _has_surface(adapter, requirement_pins(path).get(sdk))
+    ]
 
 
 # adapter -> the framework lanes (venv, requirements file) that install its distribution
@@ -99,16 +129,6 @@ FRAMEWORKS_HERE = [a for a in sorted(FRAMEWORK_VENVS) if installed(a)] or sorted
 )
 # The adapters this venv's lane-aware tests cover.
 HERE = FRAMEWORKS_HERE or [a for a in adapter_names() if installed(a)]
-
-
-def requirement_pins(path: str) -> dict[str, str]:
-    """distribution -> version, for the ``name==version`` lines of a requirements file."""
-    pins = {}
-    for line in (ROOT / path).read_text().splitlines():
-        match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;#]+)", line)
-        if match:
-            pins[match.group(1).lower().replace("_", "-")] = match.group(2)
-    return pins
 
 
 def _expanded(line: str, variables: dict[str, str]) -> str:

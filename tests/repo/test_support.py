@@ -18,7 +18,11 @@ from otel_toolcalls._wiring.tested_versions import SURFACES, TESTED
 
 RUN = Path(__file__).parents[1] / "versions" / "run.py"
 # distribution -> the requirements files of the framework lanes that run it
-FRAMEWORKS = {requires(a).sdk: [path for _, path in lanes] for a, lanes in FRAMEWORK_VENVS.items()}
+# distribution -> the framework lanes that pin it, for every adapter that patches it (dspy's two).
+FRAMEWORKS: dict[str, list[str]] = {}
+for _adapter, _lanes in FRAMEWORK_VENVS.items():
+    _paths = FRAMEWORKS.setdefault(requires(_adapter).sdk, [])
+    _paths += [path for _, path in _lanes if path not in _paths]
 
 
 def _lane_module() -> ModuleType:

@@ -112,6 +112,7 @@ OTEL = ["opentelemetry-api", "opentelemetry-sdk", "opentelemetry-instrumentation
 #   openai-agents 0.3 -> 0.19.0: its _invoke_function_tool_with_metadata arrived in 0.19
 #   mcp 1.10 -> 1.25.0: 1.10 (and 1.20; not 1.25) import a pydantic private pydantic 2.14 removed
 #   opentelemetry-api/sdk 1.30, -instrumentation 0.51b0, wrapt 1.14: as declared
+#   lm15 0.9.9: its first release on PyPI (DSPy 3.4 bundles 1.0.0rc3, between it and 1.0.1)
 #   ollama 0.4.0: before it, chunks are plain dicts (no ChatResponse objects to read attributes of)
 #   huggingface_hub 0.30.0: before it the stream's delta.tool_calls is typed as one call (TGI 2's
 #     shape, its name inside the arguments), not the OpenAI list; its sync client streams with
@@ -126,6 +127,11 @@ AIOBOTOCORE = ["tests/providers/test_bedrock_async.py",
                "tests/wiring/test_import_order.py::test_the_span_comes_out"]
 AIOBOTOCORE_EXTRA = ["opentelemetry-distro", "boto3"]  # boto3: the bedrock app; uv keeps it in step
 AIOBOTOCORE_DRIVERS = ["aiobotocore_converse", "aiobotocore_invoke"]
+
+# lm15's tests reuse the openai chat test helpers; its app runs under opentelemetry-instrument, with
+# the other apps of the SDKs installed (openai's, the WebSocket ones need websockets).
+LM15 = ["tests/providers/test_lm15.py", "tests/wiring/test_import_order.py::test_the_span_comes_out"]
+LM15_EXTRA = ["openai", "websockets", "opentelemetry-distro"]
 
 # openai 1.40 and groq 0.11 pass `proxies=` to httpx.Client, which httpx 0.28 removed: with them a
 # user necessarily has an older httpx.
@@ -248,6 +254,9 @@ LANES = [
          extra=["opentelemetry-distro", "pyyaml", "opentelemetry-exporter-prometheus"]),
     Lane("litellm-floor", {"litellm": None}, ["tests/providers/test_litellm.py"],
          matrix=["litellm", "litellm_async"]),
+    # lm15's first release and its newest: its client's own HTTP, and its app under opentelemetry-instrument.
+    Lane("lm15-floor", {"lm15": None}, LM15, extra=LM15_EXTRA),
+    Lane("lm15", {"lm15": "1.5.0"}, LM15, extra=LM15_EXTRA),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
          ["tests/frameworks_main/test_frameworks_langchain.py"],
          why="langchain-core, which the adapter patches, pinned where those floors resolve it"),

@@ -64,6 +64,8 @@ ADAPTERS = {
     "mistral": ("call", "call_mistral"),
     "cohere": ("call", "call_cohere"),
     "litellm": ("call", "call_litellm"),
+    "lm15": ("call", "call_lm15"),
+    "dspy_lm15": ("call", "call_dspy_lm15"),
     "huggingface": ("call", "call_huggingface"),
     # The ollama client keeps no call id (TELEMETRY section 6, "No id"): the app's tool name instead.
     "ollama": ("call", "get_local_weather"),
