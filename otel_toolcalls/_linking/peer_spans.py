@@ -101,8 +101,8 @@ class _Known:
         parent = trace.get_current_span(ctx).get_span_context()
         parent_id = parent.span_id if parent.is_valid else None
         for order, ref in sorted(_started.get(), key=lambda entry: abs(entry[0] - mark)):
-            span = ref()
-            rule = _rule(span)
+            span: Any = ref()
+            rule = _rule(span) if span is not None else None
             if rule is None or rule.beside != provider or rule.before != (order < mark):
                 continue
             own_parent = getattr(span, "parent", None)

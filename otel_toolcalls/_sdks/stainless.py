@@ -252,7 +252,7 @@ class _Sent:
 
 
 def _sent(stream: Any) -> _Sent | None:
-    request = getattr(getattr(stream, "response", None), "request", None)
+    request: Any = getattr(getattr(stream, "response", None), "request", None)
     path = getattr(getattr(request, "url", None), "path", None)
     if not isinstance(path, str):
         return None
