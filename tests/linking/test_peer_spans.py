@@ -300,15 +300,16 @@ def _create_responses(fake: Any) -> Any:
     return _client(fake).responses.create(model="gpt-4o-mini", input="weather?", stream=True)
 
 
+@pytest.mark.parametrize("last_first", [False, True], ids=["in-order", "last-first"])
 def test_a_span_started_beside_the_request_is_its_streams_inference_span(
-    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+    last_first: bool, instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _responses_beside(telemetry, monkeypatch)
     fake.enqueue(_responses_script("first"))
     fake.enqueue(_responses_script("second"))
-    # Both made before either is read, read last first: each stream adopts the span made for it.
+    # Both made before either is read: each stream adopts the span made for it, whichever is read first.
     first, second = _create_responses(fake), _create_responses(fake)
-    for stream in (second, first):
+    for stream in (second, first) if last_first else (first, second):
         for _ in stream:
             pass
     theirs = [s for s in telemetry.spans() if s.name == "openai.response"]
