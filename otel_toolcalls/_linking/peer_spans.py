@@ -72,8 +72,9 @@ _started: ContextVar[tuple[tuple[int, weakref.ref[Any]], ...]] = ContextVar(
 _order = itertools.count(1)
 # How many of them are remembered: a span whose stream is never read must not be kept for long.
 _KEPT = 4
-# Tracer providers watched already (a provider keeps its processors for its life).
-_watched: weakref.WeakSet[Any] = weakref.WeakSet()
+# Tracer providers watched already (a provider keeps its processors for its life), by identity:
+# a provider may be unhashable (Logfire's is a dataclass).
+_watched: list[weakref.ref[Any]] = []
 _on: list[bool] = [False]
 
 
@@ -148,11 +149,12 @@ def watch(tracer_provider: Any) -> None:
     peers.know_peers(_KNOWN)
     provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
     add = getattr(provider, "add_span_processor", None)
-    if add is None or provider in _watched:
+    _watched[:] = [ref for ref in _watched if ref() is not None]
+    if add is None or any(ref() is provider for ref in _watched):
         return
     try:
         add(_processor())
-        _watched.add(provider)
+        _watched.append(weakref.ref(provider))
     except Exception as exc:  # not the SDK's provider after all: current spans only
         report("_linking.peer_spans.watch", exc)
 
