@@ -11,21 +11,25 @@ import logging
 import sys
 from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from . import names as n
-from .errors import report
+from .errors import guarded, report
 
 __all__ = [
     "LLM_SPAN_IS_CURRENT",
     "OPENINFERENCE_LANGCHAIN",
+    "know_peers",
     "langchain_run_ended",
     "langchain_run_started",
     "peer_inference_span",
+    "peer_mark",
+    "peer_span_claimed",
+    "peer_span_started",
     "started_ns",
     "suppressed_span",
 ]
@@ -57,6 +61,53 @@ _langchain_run: ContextVar[Any] = ContextVar("otel_toolcalls_langchain_run", def
 UTIL_GENAI = "opentelemetry.util.genai"
 UTIL_GENAI_CONTEXT = "opentelemetry.util.genai.context"
 _util_genai_getter: list[Any] = []
+
+
+class KnownPeers(Protocol):
+    """What the wiring knows of peers' inference spans by how each makes them (its scope, kind,
+    name: otel_toolcalls/_linking/peer_spans.py); the core knows no peer's scope."""
+
+    def is_inference(self, span: Any) -> bool: ...
+
+    def mark(self) -> int: ...
+
+    def started_for(self, ctx: otel_context.Context, provider: str, mark: int) -> Any: ...
+
+    def claim(self, span: Any) -> None: ...
+
+
+_known: list[KnownPeers] = []
+
+
+def know_peers(known: KnownPeers) -> None:
+    if known not in _known:
+        _known.append(known)
+
+
+def peer_mark() -> tuple[int, ...]:
+    """Where a stream is born among the peers' spans that start beside their requests."""
+    return tuple(known.mark() for known in _known)
+
+
+def peer_span_started(ctx: otel_context.Context, provider: str, marks: tuple[int, ...]) -> Any:
+    """A peer's inference span started for a ``provider`` request beside it (never current where
+    the SDK runs), before or after the stream's birth (``marks``) as that peer does; None where none
+    is known. Taken: no other stream adopts it."""
+    for known, mark in zip(_known, marks, strict=False):
+        try:
+            span = known.started_for(ctx, provider, mark)
+        except Exception as exc:
+            report("_core.peers.peer_span_started", exc)
+            continue
+        if span is not None:
+            return span
+    return None
+
+
+def peer_span_claimed(span: Any) -> None:
+    """``span`` is adopted (current at its request): no later stream takes it as started beside it."""
+    for known in _known:
+        guarded(known.claim, span)
 
 
 def peer_inference_span(ctx: otel_context.Context) -> Any:
@@ -108,6 +159,7 @@ def _is_inference(span: Any, ctx: otel_context.Context) -> bool:
     return (
         attributes.get(OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_LLM
         or attributes.get(n.GEN_AI_OPERATION_NAME) in n.INFERENCE_OPERATIONS
+        or any(known.is_inference(span) for known in _known)
     )
 
 

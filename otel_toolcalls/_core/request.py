@@ -80,7 +80,8 @@ class Request:
             adopted_span=adopted,
         )
         self.state = state = StreamState(self.telemetry, info)
-        replay.record(self.telemetry, self.replayed, state.span, state.provider, self.model)
+        if self.replayed:
+            replay.record(self.telemetry, self.replayed, state.span, state.provider, self.model)
         install_exit_hook()
         return state
 

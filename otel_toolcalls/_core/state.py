@@ -26,6 +26,7 @@ from .calls import Call, End, Opening, classify, error_type_of, start_span, utf8
 from .document import BLANKS as _BLANKS
 from .errors import guarded, report
 from .metrics import StreamEnd, reports_usage
+from .peers import peer_mark, peer_span_claimed, peer_span_started
 from .registry import call_key
 from .telemetry import Telemetry
 from .usage import Usage, span_attributes
@@ -146,26 +147,49 @@ class StreamState:
         self.buffered_probe = max(1, telemetry.settings.buffered_min_chunks)
 
         self._owns_span = False
-        parent = request.parent if request.parent is not None else otel_context.get_current()
-        if request.adopted_span is not None:
-            self.span: Span = request.adopted_span
-        elif telemetry.settings.inference_spans:
-            self.span = start_span(
-                telemetry.tracer,
-                f"{request.operation} {request.model}" if request.model else request.operation,
-                context=parent,
-                kind=SpanKind.CLIENT,
-                attributes={**request.attributes(), n.GEN_AI_REQUEST_STREAM: True},
-                start_time=self.start_ns,
-            )
-            self._owns_span = True
-        else:
-            self.span = trace.get_current_span(parent)
-        self._child_context = trace.set_span_in_context(self.span, parent)
+        self._parent = parent = request.parent if request.parent is not None else otel_context.get_current()
+        # The inference span: adopted, or made at its first need (a peer may start its own for this
+        # request only after the SDK returned the stream: peers.peer_span_started).
+        self._span: Span | None = request.adopted_span
+        self._peer_mark = peer_mark()
+        if self._span is not None:
+            peer_span_claimed(self._span)
+        elif not telemetry.settings.inference_spans:
+            self._span = trace.get_current_span(parent)
         LIVE[id(self)] = self
         born = _BORN.get()
         if born is not None:
             born.append(weakref.ref(self))
+
+    @property
+    def span(self) -> Span:
+        span = self._span
+        if span is None:
+            with self._lock:
+                span = self._span = self._span or self._new_span()
+        return span
+
+    def _new_span(self) -> Span:
+        """A peer's span started beside this request, adopted; else the package's own, from the
+        request's start."""
+        request = self.request
+        peer = peer_span_started(self._parent, self.provider, self._peer_mark)
+        if peer is not None:
+            request.adopted_span = peer
+            return peer  # type: ignore[no-any-return]
+        self._owns_span = True
+        return start_span(
+            self._t.tracer,
+            f"{request.operation} {request.model}" if request.model else request.operation,
+            context=self._parent,
+            kind=SpanKind.CLIENT,
+            attributes={**request.attributes(), n.GEN_AI_REQUEST_STREAM: True},
+            start_time=self.start_ns,
+        )
+
+    @property
+    def _child_context(self) -> otel_context.Context:
+        return trace.set_span_in_context(self.span, self._parent)
 
     def disown(self) -> None:
         """Done without ending anything: the stream is another process's (the fork hook, in
@@ -408,8 +432,9 @@ class StreamState:
             if self._done:
                 return
             self._final = True
-            span = self.request.adopted_span
-            if span is not None and span.is_recording():
+            # Made now if not yet: a peer's span started beside the request is adopted by then.
+            span = self.span
+            if span is self.request.adopted_span and span.is_recording():
                 # The adopted span (an SDK span, say) may end with the body, before this
                 # stream is finalized: its toolcall.* attributes are written now, while it is open.
                 span.set_attributes(self._outcome_attributes(self._outcome(n.INCOMPLETE, None)[0]))

@@ -5,6 +5,7 @@ same ``_streaming.Stream`` / ``AsyncStream`` design, different chunk shapes (one
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,8 +201,9 @@ class StainlessSDK:
         request = current(response)
         route = self._route_of(request)
         if request is None or route is None:
-            # Built outside a request this adapter saw (a stream made by hand): from its options.
-            options = getattr(stream, "_options", None)
+            # Built outside a request this adapter saw (a stream made by hand, or a peer's wrapper of
+            # the client's `request` shadowing the package's): from its options, or the request sent.
+            options = getattr(stream, "_options", None) or _sent(stream)
             route = self._route(options)
             if route is None:
                 return iterator
@@ -238,6 +240,27 @@ class StainlessSDK:
 def _enabled() -> bool:
     """Instrumentation is not suppressed, or suppressed under a peer's inference span."""
     return is_instrumentation_enabled() or peer_inference_span(otel_context.get_current()) is not None
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A stream's request as its HTTP request shows it, where the stream keeps no options (openai
+    before 3.x): what ``_route`` and ``_model`` read of the options."""
+
+    url: str
+    json_data: Any
+
+
+def _sent(stream: Any) -> _Sent | None:
+    request: Any = getattr(getattr(stream, "response", None), "request", None)
+    path = getattr(getattr(request, "url", None), "path", None)
+    if not isinstance(path, str):
+        return None
+    try:
+        body = json.loads(request.content)
+    except (RuntimeError, TypeError, ValueError):  # a body not read, or not JSON: no model known
+        body = None
+    return _Sent(path, body)
 
 
 def _model(options: Any) -> str | None:

@@ -12,7 +12,8 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from otel_toolcalls._config import resolve
 from otel_toolcalls._core import process
 from otel_toolcalls._core import telemetry as _telemetry
-from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.errors import guarded, report
+from otel_toolcalls._linking import peer_spans
 
 from . import dependencies as _dependencies
 from . import imports as _imports
@@ -91,6 +92,7 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             meter_provider=kwargs.get("meter_provider"),
         )
         _telemetry.set_active(telemetry)
+        guarded(peer_spans.watch, kwargs.get("tracer_provider"))
         self._generation += 1
         for name in adapter_names():
             try:
@@ -127,4 +129,5 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 adapter.uninstrument()
             except Exception:
                 _log.warning("otel_toolcalls: could not uninstrument %s", name, exc_info=True)
+        peer_spans.unwatch()
         _telemetry.set_active(None)

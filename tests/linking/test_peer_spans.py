@@ -6,6 +6,9 @@ their shape, around the real openai SDK streaming from the fake provider.
 - Logfire's request span: CLIENT ``chat``, ended when the SDK's call returns, before the stream is
   read, and suppressing other instrumentation meanwhile;
 - a span that is neither: the package's own inference span goes under it;
+- util-genai's span, current, with no attributes until its end: known by its scope, kind, name;
+- a span started beside the request and never current (OpenLLMetry's Responses stream span, made
+  once the SDK returned the stream): remembered at its start, adopted by that stream only;
 - OpenInference's LangChain span, never current: known by the LangChain model run in progress
   (``peers.langchain_run_started``, which the package's LangChain callback handler calls), through
   the peer module's ``LangChainInstrumentor().get_span(run_id)``; here a stand-in module shows it
@@ -231,3 +234,103 @@ def test_util_genais_published_inference_span_is_the_inference_span(
         (own,) = [s for s in ours if s.name.startswith("chat ")]
         assert own.parent.span_id == telemetry.one("POST").context.span_id
         assert all(s.parent.span_id == own.context.span_id for s in telemetry.tool_spans())
+
+
+# The scopes of the peers whose spans these take the shape of (otel_toolcalls/_linking/peer_spans.py).
+UTIL_GENAI_SCOPE = "opentelemetry.util.genai.handler"
+OPENLLMETRY_SCOPE = "opentelemetry.instrumentation.openai.v1"
+
+
+@contextmanager
+def _util_genai_bare(tracer: Any) -> Iterator[None]:
+    # (the tracer of util-genai's scope, whatever the wrapper's: see the test)
+    with tracer.start_as_current_span("chat gpt-4o-mini", kind=SpanKind.CLIENT):
+        yield
+
+
+def test_util_genais_bare_span_is_the_inference_span(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tracer = telemetry.tracer_provider.get_tracer(UTIL_GENAI_SCOPE)
+    _request_wrapped(telemetry, monkeypatch, lambda _: _util_genai_bare(tracer))
+    _read(fake)
+    theirs = telemetry.one("chat ")
+    assert theirs.instrumentation_scope.name == UTIL_GENAI_SCOPE
+    # (ended with the SDK's call here, before the stream is read: no toolcall.* on it; the
+    # peer-otel-openai-v2-latest lane has util-genai's own, ended with the stream)
+    assert [s.name for s in telemetry.spans() if s.instrumentation_scope.name == "otel_toolcalls"] == [
+        "tool_call get_weather",
+        "tool_call get_time",
+    ]
+    assert all(s.parent.span_id == theirs.context.span_id for s in telemetry.tool_spans())
+
+
+class _Beside:
+    """OpenLLMetry's Responses wrapper in shape: the SDK's stream returned first, then a span of
+    its own, never current, ended when the stream is exhausted."""
+
+    def __init__(self, stream: Any, span: Any) -> None:
+        self.stream, self.span = stream, span
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self.stream
+        self.span.end()
+
+
+def _responses_beside(telemetry: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from openai.resources.responses import Responses
+
+    original, tracer = Responses.create, telemetry.tracer_provider.get_tracer(OPENLLMETRY_SCOPE)
+
+    def create(self: Any, *args: Any, **kwargs: Any) -> Any:
+        stream = original(self, *args, **kwargs)
+        return _Beside(stream, tracer.start_span("openai.response", kind=SpanKind.CLIENT))
+
+    monkeypatch.setattr(Responses, "create", create)
+
+
+def _responses_script(*names: str) -> Any:
+    from otel_toolcalls.testing.openai_responses import ToolCall
+    from otel_toolcalls.testing.openai_responses import tool_call_script as responses_script
+
+    return responses_script([ToolCall(name, "{}", call_id=f"call_{name}") for name in names])
+
+
+def _create_responses(fake: Any) -> Any:
+    return _client(fake).responses.create(model="gpt-4o-mini", input="weather?", stream=True)
+
+
+@pytest.mark.parametrize("last_first", [False, True], ids=["in-order", "last-first"])
+def test_a_span_started_beside_the_request_is_its_streams_inference_span(
+    last_first: bool, instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _responses_beside(telemetry, monkeypatch)
+    fake.enqueue(_responses_script("first"))
+    fake.enqueue(_responses_script("second"))
+    # Both made before either is read: each stream adopts the span made for it, whichever is read first.
+    first, second = _create_responses(fake), _create_responses(fake)
+    for stream in (second, first) if last_first else (first, second):
+        for _ in stream:
+            pass
+    theirs = [s for s in telemetry.spans() if s.name == "openai.response"]
+    assert len(theirs) == 2
+    assert not [s for s in telemetry.spans() if s.name.startswith("chat")]
+    for name, span in zip(("first", "second"), (first.span, second.span), strict=True):
+        (call,) = [s for s in telemetry.tool_spans() if s.name == f"tool_call {name}"]
+        assert call.parent.span_id == span.get_span_context().span_id, name
+    assert {s.attributes[n.TOOLCALL_OUTCOME] for s in theirs} == {n.COMPLETED}
+
+
+def test_a_span_started_beside_another_request_is_not_adopted(
+    instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _responses_beside(telemetry, monkeypatch)
+    fake.enqueue(_responses_script("first"))
+    unread = _create_responses(fake)
+    _read(fake)  # a chat stream, made and read while the Responses one waits: the package's own span
+    ours = telemetry.one("chat ")
+    assert all(s.parent.span_id == ours.context.span_id for s in telemetry.tool_spans())
+    for _ in unread:
+        pass
+    (call,) = [s for s in telemetry.tool_spans() if s.name == "tool_call first"]
+    assert call.parent.span_id == unread.span.get_span_context().span_id

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -67,6 +68,11 @@ PEERS: dict[str, dict[str, str]] = {
         "bedrock": "opentelemetry.instrumentation.bedrock:BedrockInstrumentor",
     },
     "otel-openai-v2": {"openai": "opentelemetry.instrumentation.openai_v2:OpenAIInstrumentor"},
+    # openai-v2 on the experimental conventions (OPT_IN below): util-genai makes its span.
+    "otel-openai-v2-latest": {"openai": "opentelemetry.instrumentation.openai_v2:OpenAIInstrumentor"},
+    # One SDK of OpenInference's, at a release whose lane pins an older SDK (tests/versions/run.py).
+    "openinference-anthropic": {"anthropic": "openinference.instrumentation.anthropic:AnthropicInstrumentor"},
+    "openinference-openai": {"openai": "openinference.instrumentation.openai:OpenAIInstrumentor"},
     # The official GenAI instrumentations (opentelemetry-python-genai), on opentelemetry-util-genai.
     "otel-genai": {
         "openai": "opentelemetry.instrumentation.genai.openai:OpenAIInstrumentor",
@@ -120,7 +126,12 @@ def _ours() -> None:
     )
 
 
+# peer -> the environment it is set up in, before anything is instrumented.
+PEER_ENV = {"otel-openai-v2-latest": {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}}
+
+
 def set_up(peer: str, mode: str) -> None:
+    os.environ.update(PEER_ENV.get(peer, {}))
     if peer == "logfire" and mode != "ours":
         import logfire
 
@@ -233,6 +244,32 @@ def _create(sdk: str, client: Any) -> Any:
         messages = [{"role": "user", "content": [{"text": PROMPT[0]["content"]}]}]
         return client.converse_stream(modelId=BEDROCK_MODEL, messages=messages)["stream"]
     return client.messages.create(model=ANTHROPIC_MODEL, max_tokens=256, messages=PROMPT, stream=True)
+
+
+def _respond(client: Any) -> Any:
+    """A Responses stream (the fake's ``responses`` API), with a function tool declared."""
+    tools = [{"type": "function", "name": c.name, "parameters": {"type": "object"}} for c in CALLS]
+    return client.responses.create(model=OPENAI_MODEL, input=PROMPT[0]["content"], tools=tools, stream=True)
+
+
+def sync_responses(sdk: str, client: Any) -> Any:
+    seen: list[Any] = []
+    try:
+        for event in _respond(client):
+            seen.append(_dump(event))
+    except Exception as exc:
+        seen.append(_raised(exc))
+    return seen
+
+
+async def async_responses(sdk: str, client: Any) -> Any:
+    seen: list[Any] = []
+    try:
+        async for event in await _respond(client):
+            seen.append(_dump(event))
+    except Exception as exc:
+        seen.append(_raised(exc))
+    return seen
 
 
 def _helper(sdk: str, client: Any) -> Any:
@@ -362,7 +399,19 @@ FRAMEWORK_EXTRA: dict[str, dict[str, tuple[Callable[..., Any], Any]]] = {
 }
 
 
+# Responses streams (the fake's ``responses`` API), driven where a peer traces them with an inference
+# span of its own that is never current (OpenLLMetry's ``openai.response``).
+RESPONSES_REQUESTS: dict[str, tuple[Callable[..., Any], Any]] = {
+    "sync-responses-cut": (sync_responses, cut_mid_arguments(call=1, after=2)),
+    "async-responses-cut": (async_responses, cut_mid_arguments(call=1, after=2)),
+    "sync-responses": (sync_responses, "whole"),
+}
+RESPONSES_PEERS = {"openllmetry"}
+
+
 def _runs(sdk: str) -> dict[str, tuple[Callable[..., Any], Any]]:
+    if sdk == "openai" and sys.argv[1] in RESPONSES_PEERS:
+        return {**REQUESTS, **RESPONSES_REQUESTS}
     if sdk in FRAMEWORKS:
         runs = {name: (framework_async if name.startswith("async") else framework_sync, REQUESTS[name][1])
                 for name in FRAMEWORK_REQUESTS}  # fmt: skip
@@ -373,9 +422,9 @@ def _runs(sdk: str) -> dict[str, tuple[Callable[..., Any], Any]]:
 
 
 def requests(llm: FakeLLM, sdk: str) -> dict[str, Any]:
-    api = getattr(llm, FRAMEWORKS.get(sdk, sdk))
     results = {}
     for name, (run, reply) in _runs(sdk).items():
+        api = llm.responses if name in RESPONSES_REQUESTS else getattr(llm, FRAMEWORKS.get(sdk, sdk))
         for _ in range(2 if reply == "twice" else 1 if reply is not None else 0):
             api.reply(tool_calls=CALLS, fault=None if reply in ("whole", "twice") else reply)
         asynchronous = name.startswith("async")

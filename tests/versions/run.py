@@ -155,6 +155,16 @@ PEER_LANES = [
                                 "openinference-instrumentation-anthropic": "3.1.0",
                                 "openinference-instrumentation-bedrock": "0.1.61"},
          PEER_TESTS, extra=[*SDKS, "boto3"], peer="openinference"),
+    # OpenInference's messages.stream() span, never current, on an anthropic 0.x (OpenInference 1.1.2 imports
+    # anthropic.resources.completions, gone from 1.0), which has no tracing of its own.
+    Lane("peer-openinference-anthropic-1", {"openinference-instrumentation-anthropic": "1.1.2",
+                                            "anthropic": "0.125.0"},
+         PEER_TESTS, peer="openinference-anthropic",
+         why="the messages.stream() span is the only inference span (no SDK span before anthropic 1.14)"),
+    # OpenInference first wraps OpenAI.request on the subclass, shadowing the package's patch: the
+    # stream is seen where it is built, on a release whose Stream has no options.
+    Lane("peer-openinference-openai-2", {"openinference-instrumentation-openai": "0.1.66", "openai": "2.8.0"},
+         PEER_TESTS, peer="openinference-openai", why="Stream(cast_to, response, client): no options"),
     Lane("peer-logfire", {"logfire": "5.4.0"}, PEER_TESTS, extra=SDKS, peer="logfire"),
     Lane("peer-openllmetry", {"opentelemetry-instrumentation-openai": "0.62.4",
                               "opentelemetry-instrumentation-anthropic": "0.62.4",
@@ -163,6 +173,10 @@ PEER_LANES = [
     # openai-v2 imports httpx (openai 3 uses httpx2) and util-genai 0.x's instruments module.
     Lane("peer-otel-openai-v2", {"opentelemetry-instrumentation-openai-v2": "2.4b0"}, PEER_TESTS,
          extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2"),
+    # The same, on the experimental conventions (OTEL_SEMCONV_STABILITY_OPT_IN): util-genai starts
+    # its span with no attributes.
+    Lane("peer-otel-openai-v2-latest", {"opentelemetry-instrumentation-openai-v2": "2.4b0"}, PEER_TESTS,
+         extra=["openai"], era=["httpx", "opentelemetry-util-genai==0.4b0"], peer="otel-openai-v2-latest"),
     # The official GenAI instrumentations (opentelemetry-python-genai), openai-v2's successors; a
     # framework's lane has the openai one too (its model streams through the openai SDK) and the
     # distro (tests/peers/test_official_executions.py runs opentelemetry-instrument).
