@@ -147,19 +147,33 @@ def floor_table(instructions: dict[str, Any] | None, plan: dict[str, int]) -> li
         "Where each extra goes (benchmarks/sdk_floor.py): *SDK*, the OpenTelemetry SDK's own cost of the "
         "spans and metric records the variant emitted in the turn, every one replayed with its name, "
         "parent, attributes and status against fresh SDK providers with nothing else running; *own*, the "
-        "rest of its extra (its own code: extra minus SDK). Thousands of instructions per turn; "
+        "rest of its extra (its own code: extra minus SDK). Thousands of instructions per turn; *per "
+        "call*: the slope of each through the turns, as the per call above; "
         "*signals*: spans and synchronous metric records per turn at the most calls.",
         "",
-        *_header(turns, ": SDK / own", ["signals"]),
+        *_header(turns, ": SDK / own", ["per call: SDK / own", "signals"]),
     ]
     for variant in variants:
         cells = []
+        sdk_points: list[tuple[int, float]] = []
+        own_points: list[tuple[int, float]] = []
         for w in turns:
             floor, extra = floor_of(instructions, variant, w), instruction_extra(instructions, variant, w)
             own = None if floor is None or extra is None else extra - floor
+            if floor is not None and own is not None:
+                sdk_points.append((calls_of(w), floor))
+                own_points.append((calls_of(w), own))
             sdk_k = None if floor is None else floor / 1e3
             own_k = None if own is None else own / 1e3
             cells.append(f"{_f(sdk_k, ',.0f')} / {_f(own_k, '+,.0f')}")
+        # The per-call part of each, as the instruction table's per call: the slope of its line.
+        sdk_line, own_line = fit(sdk_points), fit(own_points)
+        per_call = (
+            "n/a"
+            if sdk_line is None or own_line is None
+            else f"{sdk_line[1] / 1e3:,.1f} / {own_line[1] / 1e3:+,.1f}"
+        )
+        cells.append(per_call)
         last = [
             row for w in turns if (row := (instructions or {})[variant].get(w) or {}).get("spans") is not None
         ]

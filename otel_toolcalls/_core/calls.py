@@ -99,9 +99,10 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Opening:
-    """A tool-call block as its start event names it, the name already cut and an empty id None."""
+    """A tool-call block as its start event names it, the name already cut and an empty id None
+    (made per block: not frozen, whose every field would be set through object.__setattr__)."""
 
     key: Hashable
     name: str

@@ -140,10 +140,11 @@ def reports_usage(operation: str) -> bool:
     return operation != n.OPERATION_FETCH_RESPONSE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StreamEnd:
     """A stream's end as its metrics read it: recorded at the end so that time to first chunk
-    carries ``gen_ai.response.model``, which arrives with or after that chunk."""
+    carries ``gen_ai.response.model``, which arrives with or after that chunk (made per stream:
+    not frozen, whose every field would be set through object.__setattr__)."""
 
     # What every inference metric carries: the request's attributes and the response model.
     attributes: dict[str, Any]

@@ -16,7 +16,8 @@ from . import names as n
 
 # Totals follow the GenAI conventions: input includes cached input (added where the provider's
 # count excludes it), output includes reasoning (added where reported apart), billed counts win.
-@dataclass(frozen=True)
+# Not frozen: made per stream, and a frozen dataclass sets each field through object.__setattr__.
+@dataclass
 class Usage:
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -113,3 +113,32 @@ def test_the_hot_path_benchmark_runs() -> None:
     for provider in result.values():
         for run in provider["50"].values():
             assert run["chunks"] > 0 and run["spans"] == 2  # the inference span and the call's
+
+
+def test_the_floor_table_keeps_the_per_call_split() -> None:
+    # RESULTS.md's per call, split into the SDK's part and the package's own (issue 43, item 5):
+    # the slope of each through the turns, from counts whose lines are known.
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        turn_report = importlib.import_module("turn_report")
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    bare = {f"turn{c}": {"instructions_per_stream": 10e6 + c * 1e6} for c in (0, 2, 8)}
+    mine = {
+        f"turn{c}": {
+            # Extra over bare: 600k per stream + 500k per call, of which SDK 400k + 300k per call.
+            "instructions_per_stream": 10e6 + c * 1e6 + 600e3 + c * 500e3,
+            "sdk_floor_per_stream": 400e3 + c * 300e3,
+            "spans": 1 + c,
+            "records": 2 + 3 * c,
+        }
+        for c in (0, 2, 8)
+    }
+    lines = turn_report.floor_table(
+        {"bare": bare, "otel_toolcalls": mine}, {"turn0": 3, "turn2": 3, "turn8": 3}
+    )
+    header = next(line for line in lines if line.startswith("| variant"))
+    row = next(line for line in lines if line.startswith("| otel_toolcalls"))
+    cells = dict(zip(header.strip("|").split(" | "), row.strip("|").split(" | "), strict=True))
+    assert cells["per call: SDK / own"] == "300.0 / +200.0"
+    assert cells["8 calls: SDK / own"] == "2,800 / +1,800"
