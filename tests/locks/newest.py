@@ -47,7 +47,8 @@ class Newest:
 
     @property
     def venv(self) -> Path:
-        return WORK / self.name
+        # Named as its lane (`.venv-frameworks`): the lane-aware tests know a venv by its name.
+        return WORK / (f".{self.name}" if self.name.startswith("venv-") else self.name)
 
     @property
     def python(self) -> str:
