@@ -111,28 +111,7 @@ class ToolNameLimiter:
 
 # -- the inference metrics' inputs ------------------------------------------------------------------
 
-# Instrumentation scopes that record some of the inference metrics themselves, by metric name: where
-# one of them made the inference span the package adopted, the package leaves those metrics to it.
-# An instrumentation is identified by the scope of its span; one not listed records none of them.
-RECORDED_BY_SCOPE: dict[str, frozenset[str]] = {
-    # anthropic 2.x tracing itself: spans only (anthropic/_tracing.py and anthropic/lib/_tracing
-    # import opentelemetry.trace and no meter), so the package records every metric.
-    "com.anthropic.sdk.python": frozenset(),
-    # opentelemetry-instrumentation-openai-v2 records these two, older names for other signals.
-    "opentelemetry.instrumentation.openai_v2": frozenset(
-        {n.METRIC_OPERATION_DURATION, "gen_ai.client.token.usage"}
-    ),
-}
-
 _SUBSETS = frozenset({"cache_read", "cache_write", "reasoning"})
-
-
-def recorded_elsewhere(span: Any) -> frozenset[str]:
-    """The metrics the instrumentation that made ``span`` (an adopted span) records itself."""
-    if span is None:
-        return frozenset()
-    scope = getattr(span, "instrumentation_scope", None)
-    return RECORDED_BY_SCOPE.get(getattr(scope, "name", None) or "", frozenset())
 
 
 def reports_usage(operation: str) -> bool:
@@ -149,8 +128,8 @@ class StreamEnd:
     # What every inference metric carries: the request's attributes and the response model.
     attributes: dict[str, Any]
     operation: str
-    # The adopted span (a peer's or the SDK's), whose instrumentation may record some metrics itself.
-    adopted_span: Any
+    # The metrics the instrumentation of the adopted span (a peer's, the SDK's) records itself.
+    recorded_elsewhere: frozenset[str]
     start_ns: int
     first_chunk_ns: int | None
     usage: Usage | None
@@ -254,7 +233,7 @@ class Metrics:
         self._stream_ended(end)
 
     def _stream_ended(self, end: StreamEnd) -> None:
-        skip = recorded_elsewhere(end.adopted_span)
+        skip = end.recorded_elsewhere
         attributes = end.attributes
         inference = end.operation in n.INFERENCE_OPERATIONS
         name, duration = (

@@ -30,6 +30,7 @@ __all__ = [
     "peer_mark",
     "peer_span_claimed",
     "peer_span_started",
+    "recorded_elsewhere",
     "started_ns",
     "suppressed_span",
 ]
@@ -75,6 +76,8 @@ class KnownPeers(Protocol):
 
     def claim(self, span: Any) -> None: ...
 
+    def records(self, span: Any) -> frozenset[str]: ...
+
 
 _known: list[KnownPeers] = []
 
@@ -82,6 +85,20 @@ _known: list[KnownPeers] = []
 def know_peers(known: KnownPeers) -> None:
     if known not in _known:
         _known.append(known)
+
+
+def recorded_elsewhere(span: Any) -> frozenset[str]:
+    """The metrics the instrumentation that made ``span`` (an adopted span) records itself: the
+    package leaves those to it."""
+    if span is None:
+        return frozenset()
+    found: frozenset[str] = frozenset()
+    for known in _known:
+        try:
+            found |= known.records(span)
+        except Exception as exc:
+            report("_core.peers.recorded_elsewhere", exc)
+    return found
 
 
 def peer_mark() -> tuple[int, ...]:

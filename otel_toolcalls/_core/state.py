@@ -26,7 +26,7 @@ from .calls import Call, End, Opening, classify, error_type_of, start_span, utf8
 from .document import BLANKS as _BLANKS
 from .errors import guarded, report
 from .metrics import StreamEnd, reports_usage
-from .peers import peer_mark, peer_span_claimed, peer_span_started
+from .peers import peer_mark, peer_span_claimed, peer_span_started, recorded_elsewhere
 from .registry import call_key
 from .telemetry import Telemetry
 from .usage import Usage, span_attributes
@@ -536,7 +536,7 @@ class StreamState:
             StreamEnd(
                 attributes=attributes,
                 operation=request.operation,
-                adopted_span=request.adopted_span,
+                recorded_elsewhere=recorded_elsewhere(request.adopted_span),
                 start_ns=self.start_ns,
                 first_chunk_ns=self.first_chunk_ns,
                 usage=self.usage,

@@ -27,7 +27,7 @@ from otel_toolcalls._core import names as n
 from otel_toolcalls._core import peers
 from otel_toolcalls._core.errors import report
 
-__all__ = ["RULES", "Rule", "watch"]
+__all__ = ["RECORDED_BY_SCOPE", "RULES", "Rule", "watch"]
 
 
 def _inference_name(name: str) -> bool:
@@ -61,6 +61,19 @@ RULES: dict[str, Rule] = {
         {"messages.stream", "beta.messages.stream"}.__contains__,
         beside="anthropic",
         before=True,
+    ),
+}
+
+# Instrumentation scopes that record some of the inference metrics themselves, by metric name: where
+# one of them made the inference span the package adopted, the package leaves those metrics to it.
+# One not listed records none of them.
+RECORDED_BY_SCOPE: dict[str, frozenset[str]] = {
+    # anthropic 2.x tracing itself: spans only (anthropic/_tracing.py and anthropic/lib/_tracing
+    # import opentelemetry.trace and no meter), so the package records every metric.
+    "com.anthropic.sdk.python": frozenset(),
+    # opentelemetry-instrumentation-openai-v2 records these two, older names for other signals.
+    "opentelemetry.instrumentation.openai_v2": frozenset(
+        {n.METRIC_OPERATION_DURATION, "gen_ai.client.token.usage"}
     ),
 }
 
@@ -111,6 +124,10 @@ class _Known:
                 self.claim(span)
                 return span
         return None
+
+    def records(self, span: Any) -> frozenset[str]:
+        scope = getattr(span, "instrumentation_scope", None)
+        return RECORDED_BY_SCOPE.get(getattr(scope, "name", None) or "", frozenset())
 
     def claim(self, span: Any) -> None:
         started = _started.get()

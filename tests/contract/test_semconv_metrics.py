@@ -20,6 +20,7 @@ from opentelemetry.sdk.metrics.export import Histogram, Sum
 from opentelemetry.trace import SpanKind
 
 from otel_toolcalls._core import metrics as _metrics
+from otel_toolcalls._linking import peer_spans
 from otel_toolcalls.testing import FakeProvider
 from otel_toolcalls.testing import anthropic as claude
 from otel_toolcalls.testing import gemini as g
@@ -189,7 +190,7 @@ SCOPE = "test.instrumentation.recording_duration"
 def test_left_to_the_instrumentation_that_records_it(
     telemetry: Any, instrument: Any, fake: FakeProvider, oai: Any, monkeypatch: Any
 ) -> None:
-    monkeypatch.setitem(_metrics.RECORDED_BY_SCOPE, SCOPE, frozenset({sc.INFERENCE_DURATION}))
+    monkeypatch.setitem(peer_spans.RECORDED_BY_SCOPE, SCOPE, frozenset({sc.INFERENCE_DURATION}))
     tracer = telemetry.tracer_provider.get_tracer(SCOPE)
     # Another GenAI instrumentation's inference span for this request, current when it is made.
     with tracer.start_as_current_span(

@@ -216,9 +216,8 @@ def test_one_path_to_each_name() -> None:
 
 # -- a core that names no provider -----------------------------------------------------------------
 
-# Scope names of other instrumentations whose spans the core adopts (metrics.RECORDED_BY_SCOPE): another
-# package's identifier, which happens to contain its SDK's name; the core reads nothing of that SDK.
-PEER_SCOPES = {"com.anthropic.sdk.python", "opentelemetry.instrumentation.openai_v2"}
+# The core names no peer instrumentation's scope (they are in _linking/peer_spans.py).
+PEER_SCOPES: set[str] = set()
 # Parts of distribution names that are no provider's.
 GENERIC_WORDS = {"genai", "google", "hub", "ai", "realtime", "responses", "ws", "live"}
 
@@ -300,6 +299,7 @@ SCOPE = "opentelemetry.instrumentation.openai_v2"
     assert [text for _, text in _named(planted, words)] == [
         "otel_toolcalls._providers.formats",
         "gemini_usage",
+        "opentelemetry.instrumentation.openai_v2",  # a peer's scope: _linking/peer_spans.py
         "aws.bedrock",
     ]
 
