@@ -24,6 +24,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_llama_index.py": "llama_index.core",
     "frameworks/test_strands.py": "strands",
     "frameworks/test_google_adk.py": "google.adk",
+    "frameworks/test_google_adk_live.py": "google.adk",
     "frameworks/test_autogen.py": "autogen_agentchat",
     "frameworks/test_crewai.py": "crewai",
     "frameworks/test_smolagents.py": "smolagents",

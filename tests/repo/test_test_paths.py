@@ -59,3 +59,37 @@ def test_the_check_sees_a_stale_path() -> None:
     assert not _exists("tests/test_core.py")
     assert not _exists("tests/core/test_core.py::test_no_such_test")
     assert _exists("tests/repo/test_test_paths.py::test_the_check_sees_a_stale_path")
+
+
+
+def _missing_imports(path: Path) -> list[str]:
+    """The modules ``path`` imports at its top that this venv cannot import."""
+    import ast
+    import importlib.util
+
+    names = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        local = any((TESTS / folder / f"{name}.py").exists() for folder in ("helpers", "frameworks"))
+        if not found and not local:
+            missing.append(name)
+    return missing
+
+
+def test_every_framework_module_is_collected_only_where_its_framework_is() -> None:
+    # A test module importing at its top what this venv lacks stops the whole suite at collection,
+    # unless tests/conftest.py's table leaves it uncollected here.
+    table = (TESTS / "conftest.py").read_text()
+    modules = sorted((TESTS / "frameworks").glob("test_*.py"))
+    assert len(modules) >= 10
+    unlisted = [p.name for p in modules if _missing_imports(p) and f'"frameworks/{p.name}":' not in table]
+    assert unlisted == []
