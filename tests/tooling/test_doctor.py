@@ -8,8 +8,6 @@ target deleted) run at once; the other tests call the report in process. In a fr
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lanes import FRAMEWORKS_HERE, installed, requires, targets_here
+from lanes import FRAMEWORKS_HERE, requires, targets_here
 
 from otel_toolcalls._cli import doctor as _doctor
 from otel_toolcalls._cli import doctor_env as _doctor_env
@@ -90,8 +88,9 @@ def _frameworks_set_a_tracer_provider() -> bool:
 
 
 def _installed() -> dict[str, str]:
-    """adapter -> its SDK's version, for every adapter whose SDK this venv has."""
-    return {a: importlib.metadata.version(requires(a).sdk) for a in adapter_names() if installed(a)}
+    """adapter -> its SDK's version, for every adapter whose SDK this venv has (a release without
+    the adapter's surface too: doctor lists it with nothing to patch, see _nothing_here)."""
+    return {a: version for a in adapter_names() if (version := requires(a).version()) is not None}
 
 
 def _nothing_here(adapter: str) -> bool:
