@@ -43,8 +43,10 @@ TURNS = 48  # per app: 96 turns, 192 calls, 48 of them aborted
 RATE = 6.0  # turns a second per app
 DOWN_TURNS = 16  # sent while Jaeger is down: 8 of them abort a call
 # The gateways' queue towards Jaeger, in spans (the test's copy; the repo's holds 1000 requests):
-# twice what the Jaeger restart's turns leave waiting on each gateway, half of what a whole run does.
-GATEWAY_QUEUE_SPANS = 100
+# room for what a restarted gateway releases at once (150 spans seen on an idle machine), and under
+# what the outage phase's turns leave waiting (OUTAGE_TURNS).
+GATEWAY_QUEUE_SPANS = 300
+OUTAGE_TURNS = 2 * TURNS
 DECISION_WAIT_S = 2.0  # the test's copy of gateway.yaml (tests/pipeline/stack.py)
 # Hang guards, not performance bounds.
 DEADLINE_S = 120.0
@@ -521,7 +523,7 @@ def test_a_jaeger_outage_longer_than_the_queue_is_counted_and_pages(pipeline: An
     assert dropping_page(stack) == set()  # the faults above lost nothing that a counter sees
     jaeger = stack.procs["jaeger"]
     jaeger.stop()
-    run = run_apps(stack, TURNS, ("app-drop-0", "app-drop-1"))
+    run = run_apps(stack, OUTAGE_TURNS, ("app-drop-0", "app-drop-1"))
     poll("OtelcolPipelineDroppingSpans (enqueue_failed) at the webhook", lambda: dropping_page(stack))
     jaeger.start()
     counts = reconciled(stack, run, start_ns, "Jaeger outage past the queue")

@@ -1,6 +1,7 @@
 """One owner of the metrics: ``_core/metrics.py`` makes every instrument and records every signal.
 Elsewhere the package calls its named methods (``call_ended``, ``stream_ended``...), never an
-instrument, and names no metric (``names.METRIC_*``) but in the usage table that maps fields to them."""
+instrument, and names no metric (``names.METRIC_*``) but in the tables that map to them: usage fields,
+and the metrics a peer records itself (``_linking/peer_spans.py``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from otel_toolcalls._core.metrics import INSTRUMENTS, Metrics
 ROOT = Path(otel_toolcalls.__file__).parent
 OWNER = ROOT / "_core" / "metrics.py"
 # testing/ reads the metrics back (the recorder), it records none.
-READERS = {ROOT / "_core" / "names.py", ROOT / "_core" / "usage.py", *(ROOT / "testing").rglob("*.py")}
+READERS = {ROOT / "_core" / "names.py", ROOT / "_core" / "usage.py", ROOT / "_linking" / "peer_spans.py",
+           *(ROOT / "testing").rglob("*.py")}  # fmt: skip
 MAKERS = {"create_counter", "create_histogram", "create_up_down_counter", "create_gauge"}
 
 
