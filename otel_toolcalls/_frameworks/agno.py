@@ -24,7 +24,6 @@ there and comes back as agno's failed result, as without it.
 from __future__ import annotations
 
 import functools
-import sys
 import threading
 import weakref
 from collections.abc import AsyncGenerator, Generator, Iterator
@@ -37,6 +36,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.state import LIVE, Births, StreamState
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._frameworks.own_spans import instrumentor_active
 from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
@@ -69,14 +69,9 @@ _args_hooked = False
 
 def _their_span_comes() -> bool:
     """OpenInference's agno instrumentation is instrumented here, and the arguments hook is in place."""
-    module = sys.modules.get(OPENINFERENCE_AGNO)
-    if module is None or not _args_hooked:
-        return False
-    try:
-        return bool(module.AgnoInstrumentor().is_instrumented_by_opentelemetry)
-    except Exception as exc:  # its API changed: the package makes its own span, as without it
-        report("_frameworks.agno._their_span_comes", exc)
-        return False
+    return _args_hooked and instrumentor_active(
+        OPENINFERENCE_AGNO, "AgnoInstrumentor", "_frameworks.agno._their_span_comes"
+    )
 
 
 class _Deferred:

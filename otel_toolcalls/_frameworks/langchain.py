@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import sys
 from contextvars import ContextVar
 from typing import Any
 
@@ -21,6 +20,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core import peers
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
+from otel_toolcalls._frameworks.own_spans import instrumentor_active
 from otel_toolcalls._linking.runner import Execution, run, run_async
 from otel_toolcalls._wiring.patches import Patches, Requires
 
@@ -55,16 +55,10 @@ _body_hooked = False
 
 
 def _official_span_comes() -> bool:
-    """The official LangChain instrumentation is instrumented here, and the body hook is in place
-    (its module is never imported by the package: loaded, it was imported by its instrumentor)."""
-    module = sys.modules.get(OFFICIAL_LANGCHAIN)
-    if module is None or not _body_hooked:
-        return False
-    try:
-        return bool(module.LangChainInstrumentor().is_instrumented_by_opentelemetry)
-    except Exception as exc:  # its API changed: the package makes its own span, as without it
-        report("_frameworks.langchain._official_span_comes", exc)
-        return False
+    """The official LangChain instrumentation is instrumented here, and the body hook is in place."""
+    return _body_hooked and instrumentor_active(
+        OFFICIAL_LANGCHAIN, "LangChainInstrumentor", "_frameworks.langchain._official_span_comes"
+    )
 
 
 def _deferred_run(deferred: _Deferred, wrapped: Any, args: Any, kwargs: Any) -> Any:

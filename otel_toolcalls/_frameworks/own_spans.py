@@ -9,9 +9,11 @@ framework's span and double it.
 from __future__ import annotations
 
 import logging
+import sys
 
 from opentelemetry.trace import Span
 
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
 
@@ -32,3 +34,17 @@ def annotate_or_refuse(
     except IncompleteToolCallError as refused:
         return refused
     return None
+
+
+def instrumentor_active(module_name: str, instrumentor: str, site: str) -> bool:
+    """Another instrumentation of the framework (its ``module_name.instrumentor``) has instrumented
+    this process, so its execution span comes. Its module is never imported here: loaded, its
+    instrumentor imported it."""
+    module = sys.modules.get(module_name)
+    if module is None:
+        return False
+    try:
+        return bool(getattr(module, instrumentor)().is_instrumented_by_opentelemetry)
+    except Exception as exc:  # its API changed: the package makes its own span, as without it
+        report(site, exc)
+        return False
