@@ -12,22 +12,16 @@ dropped. No timing: the test waits on the receiver having the request in hand.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import openai
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from otlp_receiver import Receiver, running
 
 from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls._core.telemetry import REGISTRY
@@ -38,50 +32,10 @@ QUEUE = 4
 PROCESSED = "otel.sdk.processor.span.processed"
 
 
-class HeldReceiver:
-    """OTLP/HTTP on 127.0.0.1 that answers its first request only once ``release`` is set."""
-
-    def __init__(self) -> None:
-        self.spans = 0
-        self.holding = threading.Event()
-        self.release = threading.Event()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                message = ExportTraceServiceRequest()
-                message.ParseFromString(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-                if not receiver.holding.is_set():
-                    receiver.holding.set()
-                    receiver.release.wait(60)
-                receiver.spans += sum(
-                    len(scope.spans) for rs in message.resource_spans for scope in rs.scope_spans
-                )
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-
-
 @pytest.fixture
-def receiver() -> Iterator[HeldReceiver]:
-    held = HeldReceiver()
-    thread = threading.Thread(target=held.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+def receiver() -> Iterator[Receiver]:
+    with running(hold_first=True) as held:
         yield held
-    finally:
-        held.release.set()
-        held.server.shutdown()
-        held.server.server_close()
 
 
 def queue_full_drops(reader: InMemoryMetricReader) -> dict[str, int]:
@@ -109,7 +63,7 @@ def turn(fake: FakeProvider, client: openai.OpenAI, prefix: str, calls: int) -> 
 
 
 def test_the_sdk_counts_every_span_of_the_package_it_drops(
-    receiver: HeldReceiver, monkeypatch: pytest.MonkeyPatch
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED", "true")
     reader = InMemoryMetricReader()
@@ -142,6 +96,7 @@ def test_the_sdk_counts_every_span_of_the_package_it_drops(
         sdk_meters.shutdown()
         REGISTRY.clear()
     produced = 3 + 9
-    assert receiver.spans == 1 + QUEUE
-    assert counts.get("queue_full", 0) == produced - receiver.spans == 7
-    assert counts.get("", 0) == receiver.spans
+    received = len(receiver.spans())
+    assert received == 1 + QUEUE
+    assert counts.get("queue_full", 0) == produced - received == 7
+    assert counts.get("", 0) == received

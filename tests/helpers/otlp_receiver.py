@@ -21,11 +21,17 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 
 class Receiver:
-    """OTLP/HTTP traces endpoint: keeps every decoded ExportTraceServiceRequest."""
+    """OTLP/HTTP traces endpoint: keeps every decoded ExportTraceServiceRequest. With ``hold_first``
+    it answers the first request only once ``release`` is set (``holding`` says it arrived): an
+    exporter stuck on a slow backend."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold_first: bool = False) -> None:
         self.requests: list[ExportTraceServiceRequest] = []
         self.content_types: list[str] = []
+        self.holding = threading.Event()
+        self.release = threading.Event()
+        if not hold_first:
+            self.holding.set()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +48,9 @@ class Receiver:
                     return
                 message = ExportTraceServiceRequest()
                 message.ParseFromString(body)
+                if not receiver.holding.is_set():
+                    receiver.holding.set()
+                    receiver.release.wait(60)
                 receiver.requests.append(message)
                 receiver.content_types.append(self.headers.get("Content-Type", ""))
                 reply = ExportTraceServiceResponse().SerializeToString()
@@ -86,11 +95,12 @@ def typed(pairs: Any) -> dict[str, str | None]:
 
 
 @contextlib.contextmanager
-def running() -> Iterator[Receiver]:
-    server = Receiver()
+def running(hold_first: bool = False) -> Iterator[Receiver]:
+    server = Receiver(hold_first)
     server.thread.start()
     try:
         yield server
     finally:
+        server.release.set()
         server.server.shutdown()
         server.server.server_close()
