@@ -363,9 +363,9 @@ def _whole_cannot() -> dict[str, str]:
     }
 
 
-def drivers() -> list[Driver]:
-    chat = Chat()
-    out = [
+def _openai_drivers(chat: Chat) -> list[Driver]:
+    """The OpenAI SDK's chat and Responses streams."""
+    return [
         Driver(
             "openai_chat",
             "openai",
@@ -408,6 +408,12 @@ def drivers() -> list[Driver]:
             asynchronous=True,
             stopped_blocks=True,
         ),
+    ]
+
+
+def _groq_drivers(chat: Chat) -> list[Driver]:
+    """Groq's SDK on the chat wire."""
+    return [
         Driver(
             "groq",
             "groq",
@@ -428,6 +434,12 @@ def drivers() -> list[Driver]:
             chat_delivered,
             asynchronous=True,
         ),
+    ]
+
+
+def _anthropic_drivers() -> list[Driver]:
+    """Anthropic's Messages: direct, with the SDK's own tracing, and through Bedrock."""
+    return [
         Driver(
             "anthropic",
             "anthropic",
@@ -475,6 +487,12 @@ def drivers() -> list[Driver]:
             stopped_blocks=True,
             cannot={"cancelled": SYNC_ONLY},
         ),
+    ]
+
+
+def _bedrock_drivers() -> list[Driver]:
+    """Bedrock's runtime through boto3 and aiobotocore: Converse and InvokeModel."""
+    return [
         Driver(
             "bedrock_converse",
             "aws.bedrock",
@@ -525,6 +543,12 @@ def drivers() -> list[Driver]:
             lane_sdk="aiobotocore",
             exit_client=True,
         ),
+    ]
+
+
+def _gemini_drivers() -> list[Driver]:
+    """google-genai on the Developer API (whole calls) and on Vertex AI."""
+    return [
         Driver(
             "gemini_dev",
             "gcp.gemini",
@@ -572,6 +596,12 @@ def drivers() -> list[Driver]:
             inference="generate_content ",
             stopped_blocks=True,
         ),
+    ]
+
+
+def _mistral_cohere_drivers() -> list[Driver]:
+    """Mistral's and Cohere's own SDKs."""
+    return [
         Driver(
             "mistral",
             "mistral_ai",
@@ -616,6 +646,12 @@ def drivers() -> list[Driver]:
             stopped_blocks=True,
             cannot={"filtered": NO_FILTER_COHERE},
         ),
+    ]
+
+
+def _litellm_hf_drivers(chat: Chat) -> list[Driver]:
+    """LiteLLM and Hugging Face's clients on the chat wire."""
+    return [
         Driver(
             "litellm",
             "hosted_vllm",
@@ -658,6 +694,12 @@ def drivers() -> list[Driver]:
             asynchronous=True,
             cannot=_hf_async_cannot(),
         ),
+    ]
+
+
+def _ollama_drivers() -> list[Driver]:
+    """Ollama's own client."""
+    return [
         Driver(
             "ollama",
             "ollama",
@@ -680,7 +722,21 @@ def drivers() -> list[Driver]:
             cannot=OLLAMA_CANNOT,
         ),
     ]
-    return out
+
+
+def drivers() -> list[Driver]:
+    # One chat wire for every driver on it.
+    chat = Chat()
+    return [
+        *_openai_drivers(chat),
+        *_groq_drivers(chat),
+        *_anthropic_drivers(),
+        *_bedrock_drivers(),
+        *_gemini_drivers(),
+        *_mistral_cohere_drivers(),
+        *_litellm_hf_drivers(chat),
+        *_ollama_drivers(),
+    ]
 
 
 async def _aiter(stream: Any) -> Any:
