@@ -4,7 +4,7 @@ The binaries are built from their Go modules by `make pipeline-bins` (.pipeline/
 (Collector v0.139.0) runs otelcol.yaml, gateway.yaml and jaeger.yaml; the agent Collector built
 here (collector-config/go/agent, Collector v0.140.1) runs agent.yaml. The tests skip only when the
 binaries are not built, and fail instead under `make test`, which builds them first. tempo.yaml is
-Grafana Tempo's (AGPL, not run here): tests/downstream/test_collector_config.py checks it by type only.
+Grafana Tempo's (AGPL, not run here): tests/downstream/test_collector_scalar_types.py checks it by type only.
 """
 
 from __future__ import annotations
