@@ -136,7 +136,7 @@ CREWAI_VENV := .venv-crewai
 CLAUDE_VENV := .venv-claude-agent
 FW_LANES := $(FW_VENV) $(FW_VENV)-previous $(FW_VENV)-floor $(CREWAI_VENV) $(CREWAI_VENV)-previous \
   $(CREWAI_VENV)-floor $(FW_VENV)-mid $(CREWAI_VENV)-mid $(CLAUDE_VENV) $(CLAUDE_VENV)-floor
-FW_TESTS := -W ignore::DeprecationWarning tests/frameworks tests/wiring/test_import_order.py \
+FW_TESTS := -W ignore::DeprecationWarning --framework-venv tests/frameworks tests/wiring/test_import_order.py \
   tests/wiring/test_missing_targets.py tests/tooling/test_doctor.py
 FW_PYTEST := -m pytest -q -p no:cacheprovider -rfEs $(FW_TESTS)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import markers
@@ -17,23 +18,28 @@ from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls._core import process
 from otel_toolcalls.testing import FakeProvider
 
-# The agent frameworks' tests run in their own venv (make frameworks): the frameworks pin
-# dependencies that conflict with the main venv's SDKs. Where a framework is not installed its
-# module is not collected at all (not skipped): the main suite neither imports nor counts it.
-_FRAMEWORK_OF = {
-    "frameworks/test_llama_index.py": "llama_index.core",
-    "frameworks/test_strands.py": "strands",
-    "frameworks/test_google_adk.py": "google.adk",
-    "frameworks/test_google_adk_live.py": "google.adk",
-    "frameworks/test_autogen.py": "autogen_agentchat",
-    "frameworks/test_crewai.py": "crewai",
-    "frameworks/test_smolagents.py": "smolagents",
-    "frameworks/test_agent_framework.py": "agent_framework",
-    "frameworks/test_agno.py": "agno",
-    "frameworks/test_claude_agent_sdk.py": "claude_agent_sdk",
-    "frameworks/test_haystack.py": "haystack",
-    "frameworks/test_dspy.py": "dspy",
+# A framework adapter's tests are in tests/frameworks/<adapter>/, whichever venv runs them; the
+# venv is said here, not by the folder. The agent frameworks below pin dependencies that conflict with
+# the main venv's SDKs: the modules listed are the tests the framework venvs run (make frameworks,
+# with --framework-venv), each with the module it needs (None: none, the main venv runs it too); every
+# other test is the main venv's. Where that module is not installed the test module is not collected
+# at all (not skipped): the main suite neither imports nor counts it.
+FRAMEWORK_VENV_TESTS: dict[str, str | None] = {
+    "frameworks/agent_framework/test_agent_framework.py": "agent_framework",
+    "frameworks/agno/test_agno.py": "agno",
+    "frameworks/autogen/test_autogen.py": "autogen_agentchat",
+    "frameworks/claude_agent_sdk/test_claude_agent_sdk.py": "claude_agent_sdk",
+    "frameworks/claude_agent_sdk/test_claude_agent_sdk_lines.py": None,
+    "frameworks/crewai/test_crewai.py": "crewai",
+    "frameworks/dspy/test_dspy.py": "dspy",
+    "frameworks/google_adk/test_google_adk.py": "google.adk",
+    "frameworks/google_adk/test_google_adk_live.py": "google.adk",
+    "frameworks/haystack/test_haystack.py": "haystack",
+    "frameworks/llama_index/test_llama_index.py": "llama_index.core",
+    "frameworks/smolagents/test_smolagents.py": "smolagents",
+    "frameworks/strands/test_strands.py": "strands",
 }
+TESTS = Path(__file__).resolve().parent
 
 
 def _installed(module: str) -> bool:
@@ -54,8 +60,33 @@ _WHICH_GUARD = pytest.StashKey[markers.WhichGuard]()
 pytest_plugins = ["otel_toolcalls.testing.pytest_plugin", "counted_skips"]
 
 collect_ignore = [
-    path for path, module in {**_FRAMEWORK_OF, **_LANE_SDK_OF}.items() if not _installed(module)
+    path
+    for path, module in {**FRAMEWORK_VENV_TESTS, **_LANE_SDK_OF}.items()
+    if module is not None and not _installed(module)
 ]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--framework-venv",
+        action="store_true",
+        help="collect only the framework venvs' tests (FRAMEWORK_VENV_TESTS) and the files named",
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In a framework venv, a test module neither listed nor named on the command line is not collected:
+    the main venv's tests of the same framework sit beside the listed ones."""
+    if not config.getoption("framework_venv") or not collection_path.name.startswith("test_"):
+        return None
+    path = collection_path.resolve()
+    if path.suffix != ".py" or not path.is_relative_to(TESTS) or path in _named(config):
+        return None
+    return None if path.relative_to(TESTS).as_posix() in FRAMEWORK_VENV_TESTS else True
+
+
+def _named(config: pytest.Config) -> set[Path]:
+    return {Path(config.invocation_params.dir, arg.split("::")[0]).resolve() for arg in config.args}
 
 
 class Telemetry:

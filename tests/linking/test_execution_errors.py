@@ -5,7 +5,7 @@ multi-span processor does not catch), under every way a tool runs: the ``execute
 manager, its decorator, the framework adapters' runner, and a tool service running a call that
 the ``toolcalls`` propagator carried. Each time the tool's body runs exactly once, the host gets
 the body's own result or exception, and ``toolcall.internal_errors`` counts 1 at the step's site.
-The LangChain agent's path through the runner: tests/frameworks_main/test_frameworks_langchain.py.
+The LangChain agent's path through the runner: tests/frameworks/langchain/test_frameworks_langchain.py.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--only", nargs="*", help="lock names (default: all)")
     args = parser.parse_args(argv)
-    tests = shlex.split(args.framework_tests) or ["tests/frameworks"]
+    tests = shlex.split(args.framework_tests) or ["--framework-venv", "tests/frameworks"]
     chosen = [lane for lane in lanes(tests) if not args.only or lane.name in args.only]
     WORK.mkdir(exist_ok=True)
     if not args.report_only:

@@ -272,16 +272,16 @@ LANES = [
     Lane("lm15-floor", {"lm15": None}, LM15, extra=LM15_EXTRA),
     Lane("lm15", {"lm15": "1.5.0"}, LM15, extra=LM15_EXTRA),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
-         ["tests/frameworks_main/test_frameworks_langchain.py"],
+         ["tests/frameworks/langchain/test_frameworks_langchain.py"],
          why="langchain-core, which the adapter patches, pinned where those floors resolve it"),
     Lane("pydantic-ai-floor", {"pydantic-ai-slim[openai]": None},
-         ["tests/frameworks_main/test_frameworks_pydantic_ai.py"]),
+         ["tests/frameworks/pydantic_ai/test_frameworks_pydantic_ai.py"]),
     # With the SDK's own WebSocket models (realtime, Responses over WebSocket): the same floor.
     Lane("openai-agents-floor", {"openai-agents": None},
-         [f"tests/frameworks_main/test_frameworks_{a}.py" for a in ("openai_agents", *AGENTS_WS)],
+         [f"tests/frameworks/{a}/test_frameworks_{a}.py" for a in ("openai_agents", *AGENTS_WS)],
          extra=["opentelemetry-distro"]),
     Lane("mcp-floor", {"mcp": None},
-         ["tests/frameworks_main/test_frameworks_mcp.py", "tests/linking/test_remote_mcp.py"],
+         ["tests/frameworks/mcp/test_frameworks_mcp.py", "tests/linking/test_remote_mcp.py"],
          extra=["openai"], why="the floor; and the first major, which injects nothing into _meta itself"),
     # The main venv's frameworks at a release between floor and newest, resolved together (openai
     # 2.x): their tests and the lane-aware ones (tests/helpers/lanes.py VERSION_FRAMEWORK_LANES). Why each:
@@ -291,7 +291,7 @@ LANES = [
     Lane("main-frameworks-mid",
          {"langgraph": "1.0.10", "langchain-core": "1.0.7", "langchain-openai": "1.0.3",
           "pydantic-ai-slim[openai]": "2.0.0", "openai-agents": "0.20.0", "mcp": "2.0.0"},
-         [*(f"tests/frameworks_main/test_frameworks_{a}.py"
+         [*(f"tests/frameworks/{a}/test_frameworks_{a}.py"
             for a in ("langchain", "pydantic_ai", "openai_agents", "mcp", *AGENTS_WS)),
           "tests/linking/test_remote_mcp.py", "tests/wiring/test_import_order.py",
           "tests/wiring/test_missing_targets.py", "tests/tooling/test_doctor.py"],

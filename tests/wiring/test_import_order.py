@@ -202,7 +202,7 @@ def test_version_framework_lanes_pin_their_frameworks_and_run_the_lane_aware_tes
     pinned = {spec.split("[", 1)[0].lower() for spec in lane.pins}
     for adapter in VERSION_FRAMEWORK_LANES[name]:
         assert requires(adapter).sdk in pinned, adapter
-        assert f"tests/frameworks_main/test_frameworks_{adapter}.py" in lane.tests, adapter
+        assert f"tests/frameworks/{adapter}/test_frameworks_{adapter}.py" in lane.tests, adapter
     assert set(LANE_AWARE) <= set(lane.tests)
     assert "opentelemetry-distro" in lane.extra
 

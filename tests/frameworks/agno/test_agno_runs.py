@@ -1,6 +1,6 @@
 """The agno adapter's table of the streams each run started (no agno needed: the real openai SDK
 against the fake provider): a run's cancellation ends its open streams ``cancelled`` and no one
-else's; runs whose streams all ended leave the table (the agent loop: tests/frameworks)."""
+else's; runs whose streams all ended leave the table (the agent loop: test_agno.py)."""
 
 from __future__ import annotations
 

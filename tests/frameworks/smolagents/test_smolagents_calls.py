@@ -1,5 +1,6 @@
 """The smolagents adapter's table of the calls an agent is executing (no smolagents needed): which
-call an execution takes, and agents it cannot keep calls for (the agent loop: tests/frameworks)."""
+call an execution takes, and agents it cannot keep calls for (the agent loop: test_smolagents.py,
+in the framework venvs)."""
 
 from __future__ import annotations
 
