@@ -79,7 +79,7 @@ def _missing_imports(path: Path) -> list[str]:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):
             found = False
-        local = any((TESTS / folder / f"{name}.py").exists() for folder in ("helpers", "frameworks"))
+        local = (TESTS / "helpers" / f"{name}.py").exists()
         if not found and not local:
             missing.append(name)
     return missing
@@ -88,8 +88,20 @@ def _missing_imports(path: Path) -> list[str]:
 def test_every_framework_module_is_collected_only_where_its_framework_is() -> None:
     # A test module importing at its top what this venv lacks stops the whole suite at collection,
     # unless tests/conftest.py's table leaves it uncollected here.
-    table = (TESTS / "conftest.py").read_text()
-    modules = sorted((TESTS / "frameworks").glob("test_*.py"))
-    assert len(modules) >= 10
-    unlisted = [p.name for p in modules if _missing_imports(p) and f'"frameworks/{p.name}":' not in table]
-    assert unlisted == []
+    listed = _conftest_rows()
+    modules = sorted((TESTS / "frameworks").rglob("test_*.py"))
+    assert len(modules) >= 20
+    names = [p.relative_to(TESTS).as_posix() for p in modules if _missing_imports(p)]
+    assert [name for name in names if name not in listed] == []
+
+
+def _conftest_rows() -> list[str]:
+    """The test modules tests/conftest.py's lane tables name (relative to tests/)."""
+    return re.findall(r'"([\w/]+\.py)": ', (TESTS / "conftest.py").read_text())
+
+
+def test_every_row_of_the_conftests_lane_tables_is_a_test_module() -> None:
+    # A stale row (a module moved) leaves the framework venvs collecting nothing of it, silently.
+    rows = _conftest_rows()
+    assert len(rows) >= 13  # it reads FRAMEWORK_VENV_TESTS and _LANE_SDK_OF
+    assert [row for row in rows if not (TESTS / row).is_file()] == []
