@@ -169,14 +169,14 @@ class _Runs:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._sessions: dict[str, Session] = {}
+        self._born: dict[str, Session] = {}
 
     def add(self, run_id: str, born: list[weakref.ref[StreamState]]) -> None:
         with self._lock:
             # Runs whose streams all ended leave: the table holds only runs with a stream open.
-            for ended in [key for key, session in self._sessions.items() if not session.live()]:
-                del self._sessions[ended]
-            session = self._sessions.setdefault(run_id, Session())
+            for ended in [key for key, session in self._born.items() if not session.live()]:
+                del self._born[ended]
+            session = self._born.setdefault(run_id, Session())
             for ref in born:
                 state = ref()
                 if state is not None:
@@ -184,7 +184,7 @@ class _Runs:
 
     def cancelled(self, run_id: Any) -> None:
         with self._lock:
-            session = self._sessions.pop(run_id, None) if isinstance(run_id, str) else None
+            session = self._born.pop(run_id, None) if isinstance(run_id, str) else None
         if session is not None:
             session.end_all(CANCELLED)
 
