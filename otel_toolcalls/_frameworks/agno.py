@@ -34,7 +34,8 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.errors import report
-from otel_toolcalls._core.state import LIVE, Births, StreamState
+from otel_toolcalls._core.session import CANCELLED, Session
+from otel_toolcalls._core.state import Births, StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._frameworks.own_spans import instrumentor_active
 from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
@@ -163,29 +164,29 @@ async def _aexecute(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any
 
 
 class _Runs:
-    """The streams each run's model requests started, by run id, until they end: what its
-    ``RunCancelledEvent`` ends ``cancelled``. Never the SDK's objects' attributes."""
+    """The streams each run's model requests started, a ``Session`` by run id, until they end:
+    what its ``RunCancelledEvent`` ends ``cancelled``. Never the SDK's objects' attributes."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._born: dict[str, list[weakref.ref[StreamState]]] = {}
+        self._born: dict[str, Session] = {}
 
     def add(self, run_id: str, born: list[weakref.ref[StreamState]]) -> None:
         with self._lock:
             # Runs whose streams all ended leave: the table holds only runs with a stream open.
-            for ended in [key for key, refs in self._born.items() if not _open(refs)]:
+            for ended in [key for key, session in self._born.items() if not session.live()]:
                 del self._born[ended]
-            self._born.setdefault(run_id, []).extend(born)
+            session = self._born.setdefault(run_id, Session())
+            for ref in born:
+                state = ref()
+                if state is not None:
+                    session.add(state)
 
     def cancelled(self, run_id: Any) -> None:
         with self._lock:
-            refs = self._born.pop(run_id, None) if isinstance(run_id, str) else None
-        for state in _open(refs or []):
-            state.cancelled()
-
-
-def _open(refs: list[weakref.ref[StreamState]]) -> list[StreamState]:
-    return [state for state in (ref() for ref in refs) if state is not None and id(state) in LIVE]
+            session = self._born.pop(run_id, None) if isinstance(run_id, str) else None
+        if session is not None:
+            session.end_all(CANCELLED)
 
 
 _runs = _Runs()

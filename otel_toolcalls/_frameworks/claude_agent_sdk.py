@@ -31,6 +31,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.request import Request
+from otel_toolcalls._core.session import CANCELLED, CLOSED, ENDED, Ending, Session, failed, stream_error
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
@@ -121,14 +122,15 @@ class _Turn:
         self.stopped = None
 
 
-class _Session:
-    """What one CLI process's stdout has open: a message per thread. Never references the SDK's
-    objects; lives in the read generator's frame."""
+class _Reader:
+    """What one CLI process's stdout has open: a message per thread, its stream in ``streams``.
+    Never references the SDK's objects; lives in the read generator's frame."""
 
     def __init__(self, telemetry: Telemetry) -> None:
         self.telemetry = telemetry
         self.model: str | None = None
         self.turns: dict[str | None, _Turn] = {}
+        self.streams = Session()
 
     def line(self, message: Any) -> None:
         kind = message.get("type") if isinstance(message, dict) else None
@@ -148,7 +150,7 @@ class _Session:
         if turn is not None and (turn.waiting or _another_message(turn, message)):
             # The message stopped with a call open and no error said why, or the CLI went on to
             # another response (its non-streaming fallback): the call never completed.
-            self.end(thread, StreamState.ended)
+            self.end(thread, ENDED)
         if kind == "system" and message.get("subtype") == "init":
             # {"type":"system","subtype":"init","model":"claude-sonnet-4-6",...}
             model = message.get("model")
@@ -175,8 +177,10 @@ class _Session:
                 turn.state.fragment(event.get("index"), delta.get("partial_json"))
             return
         if kind == "message_start":
-            self.end(thread, StreamState.ended)
-            self.turns[thread] = _Turn(self._open())
+            self.end(thread, ENDED)
+            state = self._open(thread)
+            if state is not None:
+                self.turns[thread] = _Turn(state)
         turn = self.turns.get(thread)
         if turn is None:
             return  # a message that began before instrument(): not seen whole
@@ -186,14 +190,15 @@ class _Session:
             if turn.state.open_keys():
                 turn.waiting = True
             else:
-                self.end(thread, StreamState.ended)
+                self.end(thread, ENDED)
 
-    def _open(self) -> StreamState:
+    def _open(self, thread: Any) -> StreamState | None:
         # The parent: the context the SDK's reader task was started in (the caller's, at connect).
         request = Request(self.telemetry, _PROVIDER, self.model, "chat", start_ns=time.time_ns(),
                           parent=otel_context.get_current())  # fmt: skip
-        state = request.stream()
-        state.first_chunk()
+        state = self.streams.open(thread, request)
+        if state is not None:
+            state.first_chunk()
         return state
 
     def _assistant(self, message: dict[str, Any]) -> None:
@@ -205,7 +210,7 @@ class _Session:
             return
         turn.state.error_event(error if error in _ERRORS else n.OTHER)
         if turn.waiting:
-            self.end(message.get("parent_tool_use_id"), StreamState.ended)
+            self.end(message.get("parent_tool_use_id"), ENDED)
 
     def _result(self, message: dict[str, Any]) -> None:
         # {"type":"result","subtype":"success","terminal_reason":"aborted_streaming",...}: the run's
@@ -215,21 +220,21 @@ class _Session:
             reason = "error_during_execution"
         for thread in list(self.turns):
             if reason in _CANCELLING:
-                self.end(thread, StreamState.cancelled)
+                self.end(thread, CANCELLED)
             elif reason in _FAILING:
-                self.end(thread, StreamState.finalize, n.STREAM_ERROR, reason)
+                self.end(thread, stream_error(reason))
             else:
-                self.end(thread, StreamState.ended)
+                self.end(thread, ENDED)
 
-    def end(self, thread: Any, how: Any, *args: Any) -> None:
+    def end(self, thread: Any, how: Ending) -> None:
         turn = self.turns.pop(thread, None)
         if turn is not None:
             turn.settled()
-            how(turn.state, *args)
+            self.streams.end(thread, how)
 
-    def end_all(self, how: Any, *args: Any) -> None:
+    def end_all(self, how: Ending) -> None:
         for thread in list(self.turns):
-            self.end(thread, how, *args)
+            self.end(thread, how)
 
 
 def _another_message(turn: _Turn, message: dict[str, Any]) -> bool:
@@ -256,14 +261,14 @@ def _track(turn: _Turn, kind: Any, event: dict[str, Any]) -> None:
             turn.ids[event.get("index")] = block["id"]
 
 
-async def _reading(session: _Session, lines: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def _reading(session: _Reader, lines: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """The transport's lines, unchanged, each read before the SDK routes it."""
     try:
         async for message in lines:
             guarded(session.line, message)
             yield message
     except GeneratorExit:
-        session.end_all(StreamState.closed)
+        session.end_all(CLOSED)
         # Closed now, as it would have been without this wrapper (the SDK's returns at once).
         close = getattr(lines, "aclose", None)
         if close is not None:
@@ -272,18 +277,18 @@ async def _reading(session: _Session, lines: AsyncIterator[Any]) -> AsyncIterato
     except BaseException as exc:
         # A cancelled read task (the SDK's close()) is not an Exception: cancelled, else the CLI's end.
         if isinstance(exc, Exception):
-            session.end_all(StreamState.failed, exc)
+            session.end_all(failed(exc))
         else:
-            session.end_all(StreamState.cancelled)
+            session.end_all(CANCELLED)
         raise
-    session.end_all(StreamState.ended)
+    session.end_all(ENDED)
 
 
 def _read_messages(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     lines = wrapped(*args, **kwargs)
     if not is_instrumentation_enabled() or not hasattr(lines, "__anext__"):
         return lines
-    return _reading(_Session(telemetry), lines)
+    return _reading(_Reader(telemetry), lines)
 
 
 # -- the tools this process runs for the CLI (SDK MCP servers) -------------------------------------

@@ -148,9 +148,8 @@ def _left(request: Request, exc: BaseException | None) -> None:
     been, or will be, seen where it is known: raised through the iterator (failed, cancelled), a
     close of the generator the package handed back (closed), or its collection (abandoned: an
     exception thrown in at the SDK's generator's ``yield`` by asyncio finalizing it, say)."""
-    state = request.state
-    if exc is None and state is not None:
-        state.closed()
+    if exc is None:
+        request.closed()
 
 
 class _RawStream(wrapt.ObjectProxy):

@@ -15,6 +15,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.owners import keep, kept, watch
 from otel_toolcalls._core.request import Request, model_of
+from otel_toolcalls._core.session import CLOSED, Session
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.stream import traced_elsewhere, wrap_async, wrap_sync
 from otel_toolcalls._core.telemetry import Telemetry
@@ -66,12 +67,15 @@ PROVIDERS = {
 
 
 class _Traced:
-    """Per traced wrapper: its state, and the generator ``__next__`` pulls through once started."""
+    """Per traced wrapper: its state, and the generator ``__next__`` pulls through once started;
+    the wrapper's ``close`` ends the state through ``session``."""
 
-    __slots__ = ("finished", "iterator", "pulling", "state")
+    __slots__ = ("finished", "iterator", "pulling", "session", "state")
 
     def __init__(self, state: StreamState) -> None:
         self.state = state
+        self.session = Session()
+        self.session.add(state)
         self.iterator: Any = None
         # Once the traced iterator has ended (exhausted or raised), calls go to LiteLLM directly,
         # so that a wrapper read past its end behaves as it always did.
@@ -185,7 +189,7 @@ def instrument(telemetry: Telemetry) -> bool:
     def close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         traced = kept(instance)
         if traced is not None and not traced.pulling:
-            traced.state.closed()
+            traced.session.end_all(CLOSED)
         return wrapped(*args, **kwargs)
 
     # The wrapper is a class with __next__ / __anext__, not a generator: patched on the class, and

@@ -1,10 +1,10 @@
 """google-genai's Live API over WebSocket: ``client.aio.live.connect(model=...)`` and its ``AsyncSession``.
 
 One session carries many model turns: each turn (from its first model message to its
-``turnComplete``) is one streamed request, one ``StreamState``. A ``toolCall`` message delivers
-whole calls, arguments parsed: each is complete at delivery (TELEMETRY.md section 6, "Whole calls").
-A later ``toolCallCancellation`` for a call not yet answered revokes it (``live_calls``): each
-call is revocable until answered or the session ends.
+``turnComplete``) is one streamed request, the one stream its ``Session`` holds at a time. A
+``toolCall`` message delivers whole calls, arguments parsed: each is complete at delivery
+(TELEMETRY.md section 6, "Whole calls"). A later ``toolCallCancellation`` for a call not yet
+answered revokes it (``live_calls``): each call is revocable until answered or the session ends.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.owners import keep, kept, watch
 from otel_toolcalls._core.request import Request, model_of
+from otel_toolcalls._core.session import CLOSED, ENDED, Ending, Session, failed
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
@@ -52,6 +53,8 @@ _telemetry: list[Telemetry] = []
 _ASKED: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "otel_toolcalls_gemini_live", default=None
 )
+# The key of the turn open now: a Live session has one at a time.
+_TURN = "turn"
 
 
 class LiveSession:
@@ -64,25 +67,28 @@ class LiveSession:
         self.model = model
         options = getattr(client, "_http_options", None)
         self.server = server_of(getattr(options, "base_url", None))
-        self.turn: StreamState | None = None
+        self.turns = Session()
         self.calls = Calls()
 
-    def open_turn(self, owner: Any) -> StreamState:
+    @property
+    def turn(self) -> StreamState | None:
+        return self.turns.get(_TURN)
+
+    def open_turn(self, owner: Any) -> StreamState | None:
         """The turn open now, or a new one: its parent is the context current when its first
         message is read (the consumer's span)."""
-        state = self.turn
+        state = self.turns.get(_TURN)
         if state is None:
             request = Request(self.telemetry, self.provider, self.model, OPERATION, self.server,
                               start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
-            state = self.turn = request.stream()
-            state.first_chunk()
-            watch(owner, state)  # a session collected mid-turn abandons it
+            state = self.turns.open(_TURN, request)
+            if state is not None:
+                state.first_chunk()
+                watch(owner, state)  # a session collected mid-turn abandons it
         return state
 
-    def end_turn(self, how: Any, *args: Any) -> None:
-        state, self.turn = self.turn, None
-        if state is not None:
-            how(state, *args)
+    def end_turn(self, how: Ending) -> None:
+        self.turns.end(_TURN, how)
 
 
 def _open(instance: Any, session: LiveSession) -> None:
@@ -112,11 +118,8 @@ def _failed(instance: Any, exc: BaseException) -> None:
     session = _session(instance)
     if session is None:
         return
-    if _clean_close(exc):
-        # The server closed the socket cleanly mid-turn: the turn ended without its turnComplete.
-        session.end_turn(StreamState.ended)
-    else:
-        session.end_turn(StreamState.failed, exc)
+    # A clean close mid-turn: the turn ended without its turnComplete.
+    session.end_turn(ENDED if _clean_close(exc) else failed(exc))
     session.calls.ended()
 
 
@@ -130,7 +133,7 @@ def _clean_close(exc: BaseException) -> bool:
 def _closing(instance: Any) -> None:
     session = _session(instance)
     if session is not None:
-        session.end_turn(StreamState.closed)
+        session.end_turn(CLOSED)
         session.calls.ended()
 
 

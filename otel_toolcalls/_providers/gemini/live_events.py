@@ -11,6 +11,7 @@ import itertools
 from typing import Any, Protocol
 
 from otel_toolcalls._core import usage
+from otel_toolcalls._core.session import ENDED, Ending
 from otel_toolcalls._core.state import StreamState
 
 from .chunks import reason_text
@@ -20,16 +21,20 @@ from .live_calls import Calls
 _unnamed = itertools.count()
 
 
-class Session(Protocol):
-    turn: StreamState | None
+class Live(Protocol):
+    """What the translator reads of a Live session (``live.LiveSession``)."""
+
     calls: Calls
 
-    def open_turn(self, owner: Any) -> StreamState: ...
+    @property
+    def turn(self) -> StreamState | None: ...
 
-    def end_turn(self, how: Any, *args: Any) -> None: ...
+    def open_turn(self, owner: Any) -> StreamState | None: ...
+
+    def end_turn(self, how: Ending) -> None: ...
 
 
-def translate_message(session: Session, message: Any, owner: Any) -> None:
+def translate_message(session: Live, message: Any, owner: Any) -> None:
     call = message.tool_call
     if call is not None:
         _tool_call(session, call, owner)
@@ -48,12 +53,14 @@ def translate_message(session: Session, message: Any, owner: Any) -> None:
         _server_content(session, content, owner)
 
 
-def _tool_call(session: Session, call: Any, owner: Any) -> None:
+def _tool_call(session: Live, call: Any, owner: Any) -> None:
     # {"toolCall": {"functionCalls": [{"id": "fc_1", "name": "get_weather", "args": {"city": "Zürich"}}]}}
     calls = call.function_calls
     if not calls:
         return
     state = session.open_turn(owner)
+    if state is None:
+        return
     for function_call in calls:
         name = function_call.name
         if not name:
@@ -67,7 +74,7 @@ def _tool_call(session: Session, call: Any, owner: Any) -> None:
             session.calls.delivered(call_id)
 
 
-def _server_content(session: Session, content: Any, owner: Any) -> None:
+def _server_content(session: Live, content: Any, owner: Any) -> None:
     # {"serverContent": {"modelTurn": {"parts": [{"text": "Sunny."}]}}}
     if content.model_turn is not None:
         session.open_turn(owner)
@@ -78,4 +85,4 @@ def _server_content(session: Session, content: Any, owner: Any) -> None:
     reason = getattr(content, "turn_complete_reason", None)
     state.settle(reason_text(reason) if reason is not None else "turn_complete")
     state.final_event()
-    session.end_turn(StreamState.ended)
+    session.end_turn(ENDED)

@@ -1,5 +1,5 @@
 """What is handed back in place of google-genai's bare generators (``_sdks.returned``), and
-their sessions: the requests each has made, so that its ``close()`` ends them ``closed`` and its
+the requests each has made, so that its ``close()`` ends them ``closed`` and its
 collection ``abandoned`` (TELEMETRY.md section 6, "Closed or abandoned").
 """
 
@@ -12,60 +12,61 @@ import weakref
 from typing import Any
 
 from otel_toolcalls._core.owners import watch
+from otel_toolcalls._core.session import CLOSED, Session
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._sdks.returned import hand_back
 
 _log = logging.getLogger(__name__)
 
 
-class Session:
+class Requests:
     """The requests one returned generator has made (several: automatic function calling rounds,
-    continuation hops), each a ``StreamState`` made where the SDK sends it.
+    continuation hops), each a stream made where the SDK sends it, held in a ``Session``.
 
-    ``parent``: the session being advanced when this generator was made (a chat's generator makes
-    the models' one): the parent learns of the requests too, so closing the chat's generator closes them.
+    ``parent``: the requests of the generator being advanced when this one was made (a chat's
+    generator makes the models' one): the parent learns of the requests too, so closing the chat's
+    generator closes them.
     """
 
-    __slots__ = ("owner", "parent", "states")
+    __slots__ = ("owner", "parent", "streams")
 
-    def __init__(self, parent: Session | None) -> None:
+    def __init__(self, parent: Requests | None) -> None:
         self.parent = parent
-        self.states: list[StreamState] = []
+        self.streams = Session()
         self.owner: weakref.ref[Any] | None = None
 
     def add(self, state: StreamState) -> None:
         # Bounded by the number of requests of one call (AFC rounds, continuation hops).
-        session: Session | None = self
-        while session is not None:
-            session.states.append(state)
-            session = session.parent
+        requests: Requests | None = self
+        while requests is not None:
+            requests.streams.add(state)
+            requests = requests.parent
         owner = self.owner() if self.owner is not None else None
         if owner is not None:
             watch(owner, state)
 
     def closed(self) -> None:
-        for state in self.states:
-            state.closed()
+        self.streams.end_all(CLOSED)
 
 
 class _Local(threading.local):
-    session: Session | None = None
+    session: Requests | None = None
 
 
 # A request is made while the returned generator is advanced: the sync one publishes its session
 # in a thread-local for each step (no allocation per chunk), the async one in a context variable
 # (another task may run while it awaits).
 _SYNC = _Local()
-_ASYNC: contextvars.ContextVar[Session | None] = contextvars.ContextVar(
+_ASYNC: contextvars.ContextVar[Requests | None] = contextvars.ContextVar(
     "otel_toolcalls_gemini_session", default=None
 )
 
 
-def sync_session() -> Session | None:
+def sync_session() -> Requests | None:
     return _SYNC.session
 
 
-def async_session() -> Session | None:
+def async_session() -> Requests | None:
     return _ASYNC.get()
 
 
@@ -74,9 +75,9 @@ class _Publish:
 
     __slots__ = ("previous", "session")
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Requests) -> None:
         self.session = session
-        self.previous: Session | None = None
+        self.previous: Requests | None = None
 
     def __enter__(self) -> None:
         self.previous, _SYNC.session = _SYNC.session, self.session
@@ -85,9 +86,9 @@ class _Publish:
         _SYNC.session, self.previous = self.previous, None
 
 
-def hand_back_stream(wrapped: Any, parent: Session | None) -> Any:
+def hand_back_stream(wrapped: Any, parent: Requests | None) -> Any:
     """The SDK's generator as the user gets it: same chunks, same exceptions, ``close()`` seen."""
-    session = Session(parent)
+    session = Requests(parent)
     returned = hand_back(
         wrapped,
         on_close=session.closed,

@@ -2,7 +2,7 @@
 
 ``OpenAIRealtimeWebSocketModel`` opens its own ``websockets`` connection: the openai SDK's Realtime
 client (the ``openai_realtime`` adapter) never sees it. The server events are the same, so the
-same translator reads them (``_providers.openai.realtime``), one ``Session`` per connection.
+same translator reads them (``_providers.openai.realtime``), one ``Connection`` per connection.
 
 Choke points: ``connect`` (the model and URL of a new connection), ``_handle_ws_event`` (every
 server event, a parsed JSON object, before the SDK acts on it: a call has ended before the SDK
@@ -24,10 +24,10 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.owners import keep, kept
 from otel_toolcalls._core.request import model_of
-from otel_toolcalls._core.state import StreamState
+from otel_toolcalls._core.session import ABANDONED, CLOSED, ENDED, failed
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.openai.realtime import translate_event
-from otel_toolcalls._providers.openai.ws_connection import PROVIDER, Session
+from otel_toolcalls._providers.openai.ws_connection import PROVIDER, Connection
 from otel_toolcalls._sdks.fields import Fields
 from otel_toolcalls._sdks.servers import server_of
 from otel_toolcalls._wiring.patches import Patches, Requires
@@ -48,16 +48,16 @@ _patches = Patches()
 
 def _open(telemetry: Telemetry, model: Any, options: Any) -> None:
     previous = kept(model)
-    if isinstance(previous, Session):  # the SDK reuses a model for the next connection
-        previous.end(StreamState.abandoned, final=True)
+    if isinstance(previous, Connection):  # the SDK reuses a model for the next connection
+        previous.responses.end_all(ABANDONED, final=True)
     options = options if isinstance(options, dict) else {}
     settings = options.get("initial_model_settings") or {}
     name = settings.get("model_name") if isinstance(settings, dict) else None
     url = options.get("url") or _DEFAULT_URL
-    session = Session(telemetry, PROVIDER, model_of(name or getattr(model, "model", None)), server_of(url))
+    session = Connection(telemetry, PROVIDER, model_of(name or getattr(model, "model", None)), server_of(url))
     keep(model, session)
     # A model collected with responses open abandons them; interpreter exit is the core's to end.
-    weakref.finalize(model, session.end, StreamState.abandoned, final=True).atexit = False
+    weakref.finalize(model, session.responses.end_all, ABANDONED, final=True).atexit = False
 
 
 async def _connect(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -68,7 +68,7 @@ async def _connect(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any,
 
 def _received(model: Any, event: dict[str, Any]) -> None:
     session = kept(model)
-    if isinstance(session, Session):
+    if isinstance(session, Connection):
         translate_event(session, Fields(event), model)
 
 
@@ -93,17 +93,15 @@ def _close_exception(websocket: Any) -> BaseException | None:
 
 def _socket_ended(model: Any, websocket: Any) -> None:
     session = kept(model)
-    if not isinstance(session, Session) or not session.responses:
+    if not isinstance(session, Connection) or not session.responses.holds():
         return
     exc = _close_exception(websocket)
     if exc is None:  # still open: the listener was cancelled; close() says how the responses end
         return
     from websockets.exceptions import ConnectionClosedOK
 
-    if isinstance(exc, ConnectionClosedOK):
-        session.end(StreamState.ended, final=True)  # closed cleanly before the final event
-    else:
-        session.end(lambda state: state.failed(exc), final=True)
+    # ConnectionClosedOK: closed cleanly before the final event.
+    session.responses.end_all(ENDED if isinstance(exc, ConnectionClosedOK) else failed(exc), final=True)
 
 
 async def _listen(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -116,8 +114,8 @@ async def _listen(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
 
 def _closing(model: Any) -> None:
     session = kept(model)
-    if isinstance(session, Session):
-        session.end(StreamState.closed, final=True)
+    if isinstance(session, Connection):
+        session.responses.end_all(CLOSED, final=True)
 
 
 async def _close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:

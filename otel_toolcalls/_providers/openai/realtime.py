@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from otel_toolcalls._core.request import model_of
+from otel_toolcalls._core.session import CANCELLED, ENDED
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .realtime_events import RESPONSE_EVENTS, response_done
-from .ws_connection import PROVIDER, Session, Wiring
+from .ws_connection import PROVIDER, Connection, Wiring
 
 # The GA surface (openai >= 1.103) and the beta one (1.58 on); an SDK release may have neither.
 MODULES = ("openai.resources.realtime.realtime", "openai.resources.beta.realtime.realtime")
@@ -51,7 +52,7 @@ def _id(found: Any) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def translate_event(session: Session, event: Any, connection: object) -> None:
+def translate_event(session: Connection, event: Any, connection: object) -> None:
     kind = event.type
     handler = RESPONSE_EVENTS.get(kind)
     if handler is not None:
@@ -67,10 +68,11 @@ def translate_event(session: Session, event: Any, connection: object) -> None:
         if state is not None:
             state.response_id = response_id
     elif kind == "response.done":
-        state = session.done(_id(getattr(event.response, "id", None)))
+        # Taken first: a close meanwhile no longer ends it, its final event does.
+        state = session.responses.take(_id(getattr(event.response, "id", None)))
         if state is not None:
             cancelled = response_done(state, event.response)
-            (state.cancelled if cancelled else state.ended)()
+            (CANCELLED if cancelled else ENDED)(state)
     elif kind in ("session.created", "session.updated"):
         session.response_model = model_of(getattr(event.session, "model", None)) or session.response_model
 

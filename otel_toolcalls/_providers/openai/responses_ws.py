@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from otel_toolcalls._core.request import model_of
+from otel_toolcalls._core.session import ENDED
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats.responses import translate_event as responses_event
 from otel_toolcalls._wiring.patches import Patches, Requires
 
-from .ws_connection import PROVIDER, Session, Wiring
+from .ws_connection import PROVIDER, Connection, Wiring
 
 MODULE = "openai.resources.responses.responses"
 _CLASSES = {
@@ -49,7 +50,7 @@ def _field(event: Any, name: str) -> Any:
     return event.get(name) if isinstance(event, dict) else getattr(event, name, None)
 
 
-def on_send(session: Session, event: Any) -> None:
+def on_send(session: Connection, event: Any) -> None:
     # {"type":"response.create","model":"gpt-5","stream_id":"lane_a","input":[...]}: only these read.
     if _field(event, "type") == "response.create":
         lane = _lane(_field(event, "stream_id"))
@@ -62,7 +63,7 @@ def _lane(stream_id: Any) -> str | None:
     return stream_id if isinstance(stream_id, str) else None
 
 
-def translate_event(session: Session, event: Any, connection: object) -> None:
+def translate_event(session: Connection, event: Any, connection: object) -> None:
     """One connection carries many responses, each on a lane: a lane's responses run one at a time,
     in the order their ``response.create`` was sent, and every event echoes its lane's
     ``stream_id`` (None: the default lane). So an event belongs to the response open on its lane:
@@ -79,8 +80,7 @@ def translate_event(session: Session, event: Any, connection: object) -> None:
         state.first_chunk()
     responses_event(state, event)
     if event.type in _FINAL:
-        session.done(lane)
-        state.ended()
+        session.responses.end(lane, ENDED)
 
 
 _WIRING = Wiring(translate_event, on_send)

@@ -1,11 +1,11 @@
 """What the openai SDK's WebSocket connections share (Realtime, and the Responses API's transport):
-one ``Session`` per connection, holding its open responses, and the wrappers that feed it.
+one ``Connection`` per connection, its open responses a ``_core.session.Session``, and the
+wrappers that feed it.
 """
 
 from __future__ import annotations
 
 import contextvars
-import threading
 import time
 import weakref
 from collections.abc import Callable, Hashable
@@ -18,6 +18,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import guarded, report, warn_once
 from otel_toolcalls._core.owners import keep, kept
 from otel_toolcalls._core.request import Request, model_of
+from otel_toolcalls._core.session import ABANDONED, CLOSED, ENDED, Session, failed
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
@@ -30,7 +31,7 @@ PROVIDER = "openai"
 _RECEIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_toolcalls_ws_recv", default=False)
 
 
-class Session:
+class Connection:
     """One connection: what its responses share, and the responses still open (by a key the
     adapter chooses: the response id, or the lane). Never references the connection it is kept for."""
 
@@ -40,39 +41,22 @@ class Session:
         self.model = model
         self.server = server
         self.response_model: str | None = None
-        self.responses: dict[Hashable, StreamState] = {}
+        self.responses = Session()
         # Lane -> the models of the response.create events sent on it, oldest first (Responses).
         self.asked: dict[Hashable, list[str | None]] = {}
-        self.ended = False
-        self._lock = threading.Lock()
 
     def open(self, key: Hashable, model: str | None = None) -> StreamState | None:
         # The context current when the response starts: the consumer's span (an agent turn).
         request = Request(self.telemetry, self.provider, model or self.model, server=self.server,
                           start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
-        with self._lock:
-            if self.ended:
-                return None
-            state = self.responses[key] = request.stream()
-        state.response_model = self.response_model
+        state = self.responses.open(key, request)
+        if state is not None:
+            state.response_model = self.response_model
         return state
-
-    def done(self, key: Hashable) -> StreamState | None:
-        with self._lock:
-            return self.responses.pop(key, None)
-
-    def end(self, finish: Callable[[StreamState], None], *, final: bool = False) -> None:
-        """Ends every response still open with ``finish``; ``final``: the connection is over."""
-        with self._lock:
-            states = list(self.responses.values())
-            self.responses.clear()
-            self.ended = self.ended or final
-        for state in states:
-            finish(state)
 
 
 # A translator of one connection's events: routes each to its response's stream (a Sink) and reads it.
-SessionTranslator = Callable[[Session, Any, object], None]
+SessionTranslator = Callable[[Connection, Any, object], None]
 
 
 @dataclass
@@ -87,24 +71,24 @@ class Wiring:
     (``recv_bytes`` by the user) would have to be parsed: not traced, said once at WARNING."""
 
     translate: SessionTranslator
-    on_send: Callable[[Session, Any], None] | None = None
+    on_send: Callable[[Connection, Any], None] | None = None
     telemetry: list[Telemetry] = field(default_factory=list)
 
-    def session_of(self, connection: Any) -> Session | None:
+    def session_of(self, connection: Any) -> Connection | None:
         session = kept(connection)
         if session is None and is_instrumentation_enabled():
             # A connection made by hand, or by a manager entered before instrument(): no model known.
             session = self.new_session(None, None)
             if session is not None:
                 _own(connection, session)
-        return session if isinstance(session, Session) else None
+        return session if isinstance(session, Connection) else None
 
-    def new_session(self, client: Any, model: Any) -> Session | None:
+    def new_session(self, client: Any, model: Any) -> Connection | None:
         if not self.telemetry:
             return None
         url = None if client is None else (client.websocket_base_url or client.base_url)
         provider = (provider_of(client) if client is not None else None) or PROVIDER
-        return Session(self.telemetry[0], provider, model_of(model), server_of(url))
+        return Connection(self.telemetry[0], provider, model_of(model), server_of(url))
 
     def received(self, connection: Any, event: Any) -> None:
         session = self.session_of(connection)
@@ -198,21 +182,18 @@ class _Receiving:
 
 def _failed(connection: Any, exc: BaseException) -> None:
     session = kept(connection)
-    if not isinstance(session, Session) or not session.responses:
+    if not isinstance(session, Connection) or not session.responses.holds():
         return
     from websockets.exceptions import ConnectionClosedOK
 
-    if isinstance(exc, ConnectionClosedOK):
-        # The server closed the socket cleanly mid-response: it ended without its final event.
-        session.end(StreamState.ended)
-    else:
-        session.end(lambda state: state.failed(exc))
+    # ConnectionClosedOK: the server closed the socket cleanly mid-response, before its final event.
+    session.responses.end_all(ENDED if isinstance(exc, ConnectionClosedOK) else failed(exc))
 
 
 def _closing(connection: Any) -> None:
     session = kept(connection)
-    if isinstance(session, Session):
-        session.end(StreamState.closed, final=True)
+    if isinstance(session, Connection):
+        session.responses.end_all(CLOSED, final=True)
 
 
 def _before(step: Callable[[Any], None]) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -234,11 +215,11 @@ _close, _aclose = _before(_closing)
 _recv_bytes, _arecv_bytes = _before(_unseen)
 
 
-def _own(connection: Any, session: Session) -> None:
+def _own(connection: Any, session: Connection) -> None:
     """``session`` is ``connection``'s: a connection garbage-collected with responses open abandons
     them (one finalizer per connection, however many responses it carries)."""
     keep(connection, session)
-    finalizer = weakref.finalize(connection, session.end, StreamState.abandoned, final=True)
+    finalizer = weakref.finalize(connection, session.responses.end_all, ABANDONED, final=True)
     # Interpreter exit ends the open streams through the core's table of live ones, before the
     # tracer provider shuts down; this finalizer's own atexit run could come after it.
     finalizer.atexit = False
@@ -246,7 +227,7 @@ def _own(connection: Any, session: Session) -> None:
 
 def _link(manager: Any, connection: Any) -> None:
     session = kept(manager)
-    if isinstance(session, Session) and kept(connection) is None:
+    if isinstance(session, Connection) and kept(connection) is None:
         _own(connection, session)
 
 

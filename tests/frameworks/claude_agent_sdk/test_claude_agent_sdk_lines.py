@@ -45,7 +45,7 @@ async def _lines(lines: list[Any], end: BaseException | None = None) -> AsyncIte
 
 async def _read(lines: list[Any], end: BaseException | None = None) -> list[Any]:
     seen = []
-    async for line in adapter._reading(adapter._Session(in_force()), _lines(lines, end)):
+    async for line in adapter._reading(adapter._Reader(in_force()), _lines(lines, end)):
         seen.append(line)
     return seen
 
@@ -93,7 +93,7 @@ async def test_a_synthetic_stop_then_another_response_is_incomplete(instrument: 
     cut = A.ToolUse(name=CALL.name, id=CALL.id, arguments=CALL.arguments, stop=False)
     lines = _events(None, [cut], stop_reason=None)
     other = {"type": "assistant", "message": {"id": "msg_other", "content": []}, "parent_tool_use_id": None}
-    reading = adapter._reading(adapter._Session(in_force()), _lines([*lines, other, *lines]))
+    reading = adapter._reading(adapter._Reader(in_force()), _lines([*lines, other, *lines]))
     while await reading.__anext__() is not other:
         assert telemetry.tool_spans() == []  # still open: the synthetic stop alone says nothing
     # Ended by that line, before the transport ends.
@@ -129,7 +129,7 @@ async def test_the_transport_ending_mid_arguments(
 
 async def test_the_transport_closed_mid_arguments(instrument: Any, telemetry: Any) -> None:
     inner = _lines(_events(None, [CALL]))
-    reading = adapter._reading(adapter._Session(in_force()), inner)
+    reading = adapter._reading(adapter._Reader(in_force()), inner)
     for _ in range(4):
         await reading.__anext__()
     await reading.aclose()
