@@ -48,6 +48,15 @@ $(VENV)/.stamp-demo: pyproject.toml $(LOCKS)/demo.txt | $(UV)
 lock: $(VENV)/.stamp-test
 	$(PY) tests/locks/lock.py
 
+# Every copy of the surfaces' versions (ADAPTERS, pyproject's extras, package.py, tested_versions.py,
+# docs/SUPPORT.md's table, the framework lanes' pins) written from the adapters' REQUIRES
+# (tests/helpers/tables.py), then the locks whose inputs that moved, and only those.
+.PHONY: tables
+tables: | $(VENV)/.stamp-test
+	$(PY) tests/helpers/tables.py
+	@stale="$$($(PY) tests/locks/lock.py --list | awk '$$1 != "current" {print $$2}')"; \
+	  if [ -n "$$stale" ]; then echo "locks to write: $$stale"; $(PY) tests/locks/lock.py $$stale; fi
+
 # The main venv and the newest framework venvs built from today's releases of everything they hold
 # (under .newest/), their tests run there, and a drift report: what moved from the locks, what
 # failed. Not part of `make test`: CI must not depend on the day.

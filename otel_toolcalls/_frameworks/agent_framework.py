@@ -33,7 +33,7 @@ from otel_toolcalls._core import names as n
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 from .own_spans import annotate_or_refuse
 
@@ -42,7 +42,14 @@ _MODULE = "agent_framework._tools"
 # it: all or none. A class always resolves ``__call__`` (its metaclass's): that it is the tool's
 # own is checked before wrapping it.
 _TARGETS = ("FunctionTool.invoke", "FunctionTool.__call__", "get_function_span")
-REQUIRES = Requires(sdk="agent-framework-core", targets=tuple((_MODULE, target) for target in _TARGETS))
+# 1.0.0 (2026-04-02), its first release; the betas and release candidates before it are not
+# covered. FunctionTool.invoke(tool_call_id=...), its get_function_span and its __call__ of the
+# body are the same to 1.23.0. Lanes 1.0.0 (in -previous: -floor pins opentelemetry-api and
+# openai below what it needs), 1.23.0.
+REQUIRES = Requires(
+    sdk="agent-framework-core", targets=tuple((_MODULE, target) for target in _TARGETS),
+    tested=(Tested("agent-framework-core", "1.0.0", "1.23.0"),),
+)
 _patches = Patches()
 # What the framework writes for an invocation given no call id (a direct ``tool.invoke()``).
 _NO_ID = "unknown"

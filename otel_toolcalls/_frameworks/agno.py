@@ -40,10 +40,13 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._frameworks.own_spans import instrumentor_active
 from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
 from otel_toolcalls._linking.runner import Execution, run, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 _FUNCTION = "agno.tools.function"
 _MODEL = "agno.models.base"
+# 2.3.5 (2025-12-03), the first of the last twelve months; FunctionCall.execute / aexecute,
+# Model.process_response_stream / aprocess_response_stream and RunCancelledEvent (agent and team)
+# are where the adapter hooks from 2.3.5 to 3.1.10. Lanes 2.3.5, 3.1.10.
 REQUIRES = Requires(
     sdk="agno",
     targets=(
@@ -57,6 +60,7 @@ REQUIRES = Requires(
         # Where OpenInference's TOOL span, when instrumented, is annotated.
         (_FUNCTION, "FunctionCall._build_entrypoint_args"),
     ),
+    tested=(Tested("agno", "2.3.5", "3.1.10"),),
 )
 _patches = Patches()
 # Where the call's arguments are built, inside ``execute`` / ``aexecute`` and so inside

@@ -18,14 +18,20 @@ from opentelemetry.trace import Span
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 from .own_spans import annotate_or_refuse
 
 _log = logging.getLogger(__name__)
 
 # autogen-core's tools, as autogen-agentchat's AssistantAgent runs them.
-REQUIRES = Requires(sdk="autogen-core", targets=(("autogen_core.tools._base", "trace_tool_span"),))
+# No release in the last twelve months (0.7.5 is of September 2025): the oldest is 0.6.2, the
+# first whose trace_tool_span carries the model's call id (before it, BaseTool.run_json is given
+# none: 0.5 and 0.6.0/0.6.1 are not covered). Lanes 0.6.2, 0.7.1 (-mid), 0.7.5.
+REQUIRES = Requires(
+    sdk="autogen-core", targets=(("autogen_core.tools._base", "trace_tool_span"),),
+    tested=(Tested("autogen-core", "0.6.2", "0.7.5"),),
+)
 _patches = Patches()
 
 

@@ -38,7 +38,7 @@ from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._providers.formats.anthropic_messages import TOOL_TYPES, translate_event
 from otel_toolcalls._sdks.fields import Fields
-from otel_toolcalls._wiring.patches import Patches, Requires, resolve
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested, resolve
 
 _log = logging.getLogger(__name__)
 
@@ -48,7 +48,14 @@ _TRANSPORT = (
     "SubprocessCLITransport._read_messages_impl",
 )
 _MCP_REQUEST = ("claude_agent_sdk._internal.query", "Query._handle_sdk_mcp_request")
-REQUIRES = Requires(sdk="claude-agent-sdk", targets=(_TRANSPORT, _MCP_REQUEST), provider="anthropic")
+# 0.1.19 (January 2026, Claude Code 2.1.1), the first of the last twelve months; read_messages and
+# Query._handle_sdk_mcp_request are in every release since. Before 0.2.140 the SDK calls its MCP
+# tools itself; from it a real mcp server runs them. Lanes 0.1.19 (with mcp 1.x), 0.2.189
+# (Claude Code 2.1.332).
+REQUIRES = Requires(
+    sdk="claude-agent-sdk", targets=(_TRANSPORT, _MCP_REQUEST), provider="anthropic",
+    tested=(Tested("claude-agent-sdk", "0.1.19", "0.2.189"),),
+)
 _patches = Patches()
 
 # The key the CLI names the call of an MCP tools/call with.

@@ -15,11 +15,16 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run
-from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires, Tested
 
 _METHOD = "_execute_single_native_tool_call"
 # Earlier releases have the executor in crewai.experimental, beside CrewAgentExecutor, whose
 # same-named method takes the call already read (call_id=, func_name=, func_args=).
+# 1.7.0 is the first of the last twelve months, but native tool calls (with the model's call id)
+# began in 1.9, and a per-call choke point, _execute_single_native_tool_call, in 1.10.1 (1.9 runs
+# calls inline in _handle_native_tool_calls). Its executors: CrewAgentExecutor and
+# crewai.experimental's AgentExecutor to 1.15.28, the latter moved to
+# crewai.agents.agent_executor in 1.15.29. Lanes 1.10.1, 1.13.0 (-mid), 1.15.28, 1.15.30.
 REQUIRES = Requires(
     sdk="crewai",
     targets=(("crewai.agents.agent_executor", f"AgentExecutor.{_METHOD}"),),
@@ -32,6 +37,7 @@ REQUIRES = Requires(
             ),
         ),
     ),
+    tested=(Tested("crewai", "1.10.1", "1.15.30"),),
 )
 _patches = Patches()
 

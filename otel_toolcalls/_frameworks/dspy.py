@@ -29,14 +29,19 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "dspy.adapters.types.tool"
 _EXECUTE = "ToolCalls.ToolCall.execute"
+# 3.1.0 (2026-01-06) is the first of the last twelve months, but a native tool call keeps its id
+# (so an execution can be linked or refused) from 3.3.0 (2026-08-03). Tool.__call__ / acall and
+# ToolCalls.ToolCall.execute are the same from 3.1.0. Lanes 3.3.0 (-previous), 3.4.1; the
+# dspy_lm15 adapter runs in the 3.4.1 lane.
 REQUIRES = Requires(
-    sdk="dspy", targets=((_MODULE, _EXECUTE), (_MODULE, "Tool.__call__"), (_MODULE, "Tool.acall"))
+    sdk="dspy", targets=((_MODULE, _EXECUTE), (_MODULE, "Tool.__call__"), (_MODULE, "Tool.acall")),
+    tested=(Tested("dspy", "3.3.0", "3.4.1"),),
 )
 _patches = Patches()
 # The modules whose frames stand between execute() and its caller once it is wrapped.

@@ -25,13 +25,17 @@ from opentelemetry.trace import Span
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run_async
-from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires, Tested
 
 from .own_spans import annotate_or_refuse
 
 _FLOWS = "google.adk.flows.llm_flows"
 _LIVE = f"{_FLOWS}.tools._live_caller"
 _CALL, _POOL = "_call_tool_async", "_call_tool_in_thread_pool"
+# 1.20.0, the first of the last twelve months (1.x and 2.x). Its tool call moved from
+# functions.__call_tool_async (to 2.8) to _tool_caller (2.9) and tools._caller (2.10). Lanes
+# 1.20.0, 1.39.1 (the last 1.x), 2.5.0 (-mid: 2.x on 1.x's design), 2.9.2 (beside CrewAI
+# 1.15.28), 2.13.0.
 REQUIRES = Requires(
     sdk="google-adk",
     # _POOL: run_config.tool_thread_pool_config, the live path's other way to run a tool.
@@ -42,6 +46,7 @@ REQUIRES = Requires(
         Earlier("2.9.0", ((f"{_FLOWS}.functions", f"_{_CALL}"), (f"{_FLOWS}.functions", _POOL))),
         Earlier("1.24.0", ((f"{_FLOWS}.functions", f"_{_CALL}"),)),
     ),
+    tested=(Tested("google-adk", "1.20.0", "2.13.0"),),
 )
 _patches = Patches()
 

@@ -32,7 +32,7 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
-from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires, Tested
 
 from .own_spans import annotate_or_refuse
 
@@ -42,11 +42,15 @@ _INVOKER = "haystack.components.tools.tool_invoker"
 _SPAN = "_create_tool_span"
 _BODIES = ((_TOOL, "Tool.invoke"), (_TOOL, "Tool.invoke_async"))
 _PREPARE = "ToolInvoker._prepare_tool_call_params"
+# 2.21.0 (2025-12-09), the first of the last twelve months. Its tools ran in the ToolInvoker
+# component to 2.31 and in components.agents.tool_calling from 3.0 (a span per tool). Lanes
+# 2.21.0, 3.4.1.
 REQUIRES = Requires(
     sdk="haystack-ai",
     targets=((_CALLING, _SPAN), *_BODIES),
     # Before 3.0 the ToolInvoker component ran the tools, with no span per tool and no async body.
     earlier=(Earlier("3.0.0", ((_INVOKER, _PREPARE), _BODIES[0])),),
+    tested=(Tested("haystack-ai", "2.21.0", "3.4.1"),),
 )
 _patches = Patches()
 

@@ -22,15 +22,23 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._frameworks.own_spans import instrumentor_active
 from otel_toolcalls._linking.runner import Execution, run, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 _MODULE = "langchain_core.tools.base"
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
 # Where BaseTool.run / arun enter the body's context, after on_tool_start (the official GenAI
 # LangChain instrumentation's execution span is current there).
 _BODY = (_MODULE, "set_config_context")
+# langchain-core: the langgraph floor lane resolves it to 0.3.86. LangGraph's floor is older than
+# twelve months (1.0.4 was the newest on 2025-12-01); langgraph and langchain-openai are tested
+# beside the adapter. The version lane main-frameworks-mid runs langchain-core 1.0.7 too.
 REQUIRES = Requires(
-    sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun"), _BODY)
+    sdk="langchain-core", targets=((_MODULE, "BaseTool.run"), (_MODULE, "BaseTool.arun"), _BODY),
+    tested=(
+        Tested("langchain-core", "0.3.86", "1.8.3"),
+        Tested("langgraph", "0.3.1", "1.2.24"),
+        Tested("langchain-openai", "0.3", "1.8.1"),
+    ),
 )
 _patches = Patches()
 

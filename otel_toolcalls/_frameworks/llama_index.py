@@ -16,7 +16,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run_async
-from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
@@ -28,8 +28,12 @@ _STEPS = (
 # Before 0.14.22 FunctionTool ran a sync tool in an executor thread without the caller's context
 # (its body saw no execution span): there the adapter also wraps what builds that runner.
 _SYNC_TO_ASYNC = ("llama_index.core.tools.function_tool", "sync_to_async")
+# 0.14.9 is the first of the last twelve months; 0.13.0, where the workflow agents' call_tool
+# step took its present form, is covered too. Lanes 0.13.0, 0.13.6 (-mid) and 0.14.25 (the step
+# is the same in all).
 REQUIRES = Requires(
-    sdk="llama-index-core", targets=_STEPS, earlier=(Earlier("0.14.22", (*_STEPS, _SYNC_TO_ASYNC)),)
+    sdk="llama-index-core", targets=_STEPS, earlier=(Earlier("0.14.22", (*_STEPS, _SYNC_TO_ASYNC)),),
+    tested=(Tested("llama-index-core", "0.13.0", "0.14.25"),),
 )
 _patches = Patches()
 

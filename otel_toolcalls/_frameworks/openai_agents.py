@@ -15,7 +15,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
@@ -23,7 +23,12 @@ _FUNCTION = "_invoke_function_tool_with_metadata"
 # Patched where the runner imported it and in agents.tool (invoke_function_tool, realtime sessions).
 _MODULES = ("agents.run_internal.tool_execution", "agents.tool")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="openai-agents", targets=tuple((module, _FUNCTION) for module in _MODULES))
+# Younger than twelve months (0.6.1 was the newest on 2025-12-01), at the release where
+# _invoke_function_tool_with_metadata began (0.19). main-frameworks-mid runs 0.20.0 too.
+REQUIRES = Requires(
+    sdk="openai-agents", targets=tuple((module, _FUNCTION) for module in _MODULES),
+    tested=(Tested("openai-agents", "0.19.0", "0.25.0"),),
+)
 _patches = Patches()
 
 

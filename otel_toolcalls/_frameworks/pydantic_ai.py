@@ -17,13 +17,17 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
+# Younger than twelve months (1.25.1 was the newest on 2025-12-01), at the release where what the
+# adapter hooks began: ToolManager._raw_execute (1.78; annotating the instrumented agent's span
+# from 1.86.1). main-frameworks-mid runs 2.0.0 too.
 REQUIRES = Requires(
-    sdk="pydantic-ai-slim", targets=(("pydantic_ai.tool_manager", "ToolManager._raw_execute"),)
+    sdk="pydantic-ai-slim", targets=(("pydantic_ai.tool_manager", "ToolManager._raw_execute"),),
+    tested=(Tested("pydantic-ai-slim", "1.86.1", "2.78.0"),),
 )
 _patches = Patches()
 

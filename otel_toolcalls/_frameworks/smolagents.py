@@ -27,14 +27,19 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution, run
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
 _MODULE = "smolagents.agents"
 _PROCESS = "ToolCallingAgent.process_tool_calls"
 _EXECUTE = "ToolCallingAgent.execute_tool_call"
-REQUIRES = Requires(sdk="smolagents", targets=((_MODULE, _PROCESS), (_MODULE, _EXECUTE)))
+# 1.24.0 (2025-12-22), the first of the last twelve months; ToolCallingAgent's
+# process_tool_calls / execute_tool_call and the streamed step are the same to 1.26.0.
+REQUIRES = Requires(
+    sdk="smolagents", targets=((_MODULE, _PROCESS), (_MODULE, _EXECUTE)),
+    tested=(Tested("smolagents", "1.24.0", "1.26.0"),),
+)
 _patches = Patches()
 
 

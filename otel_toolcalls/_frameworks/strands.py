@@ -21,13 +21,16 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
-from otel_toolcalls._wiring.patches import Earlier, Patches, Requires
+from otel_toolcalls._wiring.patches import Earlier, Patches, Requires, Tested
 
 from .own_spans import annotate_or_refuse
 
 _MODULE = "strands.tools.executors._executor"
 # The span Strands opens for a call, then the run of the tool: one without the other is no use.
 # Earlier: Tracer.start_tool_call_span (the span) and ToolExecutor._stream (the hooks and the tool).
+# 1.19.0, the first of the last twelve months. Its tool span and run moved from
+# Tracer.start_tool_call_span / ToolExecutor._stream to the executor's _start_tool_telemetry /
+# _run_tool in 1.62. Lanes 1.19.0, 1.50.2 (-mid), 1.61.1, 1.62.0.
 REQUIRES = Requires(
     sdk="strands-agents",
     targets=((_MODULE, "_start_tool_telemetry"), (_MODULE, "_run_tool")),
@@ -37,6 +40,7 @@ REQUIRES = Requires(
             (("strands.telemetry.tracer", "Tracer.start_tool_call_span"), (_MODULE, "ToolExecutor._stream")),
         ),
     ),
+    tested=(Tested("strands-agents", "1.19.0", "1.62.0"),),
 )
 _patches = Patches()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.stainless import Route, StainlessSDK
-from otel_toolcalls._wiring.patches import Requires
+from otel_toolcalls._wiring.patches import Extra, Requires, Tested
 
 from .formats.anthropic_messages import history_ids, translate_event
 
@@ -84,7 +84,11 @@ SDK = StainlessSDK(
 )
 
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="anthropic", targets=SDK.targets, provider=SDK.provider)
+REQUIRES = Requires(
+    sdk="anthropic", targets=SDK.targets, provider=SDK.provider,
+    tested=(Tested("anthropic", "0.43", "2.17.0"),),
+    extra=Extra("anthropic"),
+)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -20,7 +20,7 @@ from otel_toolcalls._core.sink import Sink, by_type
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +37,8 @@ REQUIRES = Requires(
         (_MODULE, "AsyncV2Client.chat_stream"),
     ),
     provider=PROVIDER,
+    tested=(Tested("cohere", "7.0", "7.3.1"),),
+    extra=Extra("cohere"),
 )
 _patches = Patches()
 

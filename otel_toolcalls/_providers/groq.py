@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.stainless import Route, StainlessSDK
-from otel_toolcalls._wiring.patches import Requires
+from otel_toolcalls._wiring.patches import Extra, Requires, Tested
 
 from .formats.chat_completions import translate_chunk
 
@@ -20,7 +20,13 @@ SDK = StainlessSDK(
 )
 
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="groq", targets=SDK.targets, provider=SDK.provider)
+REQUIRES = Requires(
+    sdk="groq",
+    targets=SDK.targets,
+    provider=SDK.provider,
+    tested=(Tested("groq", "0.11", "1.7.0"),),
+    extra=Extra("groq"),
+)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -17,7 +17,7 @@ from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 from .formats import chat_completions as chat
 
@@ -44,6 +44,8 @@ REQUIRES = Requires(
         (_ASYNC, "AsyncInferenceClient.chat_completion"),
         (_ASYNC, "AsyncInferenceClient._inner_post"),
     ),
+    tested=(Tested("huggingface_hub", "0.30.0", "2.5.0"),),
+    extra=Extra("huggingface"),
 )
 _patches = Patches()
 

@@ -20,7 +20,7 @@ from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.stream import traced_elsewhere, wrap_async, wrap_sync
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 from .formats.chat_completions import translate_chunk
 
@@ -35,6 +35,8 @@ REQUIRES = Requires(
         (_MODULE, f"CustomStreamWrapper.{method}")
         for method in ("__init__", "__next__", "__anext__", "close", "aclose")
     ),
+    tested=(Tested("litellm", "1.108.0", "1.110.2"),),
+    extra=Extra("litellm"),
 )
 _patches = Patches()
 

@@ -20,7 +20,7 @@ from otel_toolcalls._core.stream import close_seen
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import Transparent
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 from .formats.chat_completions import translate_chunk
 
@@ -39,6 +39,8 @@ REQUIRES = Requires(
         (_EVENTS, "EventStreamAsync.close"),
     ),
     provider=PROVIDER,
+    tested=(Tested("mistralai", "3.0", "3.8.0"),),
+    extra=Extra("mistral"),
 )
 _patches = Patches()
 

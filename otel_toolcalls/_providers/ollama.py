@@ -20,7 +20,7 @@ from otel_toolcalls._core.sink import Sink
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 _log = logging.getLogger(__name__)
 
@@ -34,6 +34,8 @@ REQUIRES = Requires(
     sdk="ollama",
     targets=((_CLIENT, "Client._request"), (_CLIENT, "AsyncClient._request")),
     provider=PROVIDER,
+    tested=(Tested("ollama", "0.4.0", "0.6.3"),),
+    extra=Extra("ollama"),
 )
 _patches = Patches()
 

@@ -1,7 +1,9 @@
 """The table of adapters: each name (what settings, logs and doctor say) and the module that is it.
 
-Adding a provider or a framework is adding its module and one line here. A module is imported only
-when ``instrument()`` runs, and it imports its SDK only when the application does.
+``ADAPTERS`` is written by ``make tables`` (tests/helpers/tables.py) from the modules under
+_providers/ and _frameworks/ that declare a ``REQUIRES``: adding a provider or a framework is adding
+its module. A module is imported only when ``instrument()`` runs, and it imports its SDK only when the
+application does.
 """
 
 from __future__ import annotations
@@ -18,27 +20,24 @@ _F = "otel_toolcalls._frameworks"
 
 ADAPTERS: dict[str, str] = {
     # Provider APIs: their streams become tool-call spans.
+    "agents_realtime": f"{_P}.openai.agents_realtime",
+    "agents_responses_ws": f"{_P}.openai.agents_responses_ws",
     "aiobotocore": f"{_P}.bedrock.aiobotocore",
     "anthropic": f"{_P}.anthropic",
     "bedrock": f"{_P}.bedrock.adapter",
     "cohere": f"{_P}.cohere",
+    "dspy_lm15": f"{_P}.lm15.dspy",
     "gemini": f"{_P}.gemini.adapter",
     "gemini_live": f"{_P}.gemini.live",
     "groq": f"{_P}.groq",
     "huggingface": f"{_P}.huggingface",
     "litellm": f"{_P}.litellm",
     "lm15": f"{_P}.lm15.adapter",
-    # dspy.LM's default engine (3.4+): the lm15 DSPy bundles.
-    "dspy_lm15": f"{_P}.lm15.dspy",
     "mistral": f"{_P}.mistral",
     "ollama": f"{_P}.ollama",
     "openai": f"{_P}.openai.adapter",
     "openai_realtime": f"{_P}.openai.realtime",
     "openai_responses_ws": f"{_P}.openai.responses_ws",
-    # openai-agents' own WebSocket models: the same server events on connections the openai SDK
-    # never sees.
-    "agents_realtime": f"{_P}.openai.agents_realtime",
-    "agents_responses_ws": f"{_P}.openai.agents_responses_ws",
     # Code that executes tools: its executions become execute_tool spans linked to their calls.
     "agent_framework": f"{_F}.agent_framework",
     "agno": f"{_F}.agno",

@@ -2,10 +2,10 @@
 
 opentelemetry-instrumentation (0.5x on) loads an instrumentor only when one distribution of its
 ``instruments-any`` extra is installed in the range stated there. The package has one entry per
-distribution an adapter patches, at the oldest release tested (``tested_versions.TESTED``): a process with
-only a framework or only mcp is instrumented too. ``instruments_any()`` derives that list;
-``package._instruments_any`` and pyproject.toml state it, as contrib's packages do (tests check all
-three are one list), and the instrumentor reads the stated one (no adapter imported to decide).
+distribution an adapter patches, at the oldest release tested: a process with only a framework or
+only mcp is instrumented too. ``make tables`` writes that list into ``package._instruments_any`` and
+pyproject.toml from the adapters' ``REQUIRES``, as contrib's packages state it; the instrumentor reads
+the stated one (no adapter imported to decide).
 """
 
 from __future__ import annotations
@@ -16,16 +16,7 @@ from packaging.requirements import Requirement
 
 from otel_toolcalls import package
 
-from .adapters import adapter_names, load
-from .tested_versions import TESTED
-
 DISTRIBUTION = "otel-toolcalls"
-
-
-def instruments_any() -> tuple[str, ...]:
-    """``sdk>=oldest`` for every distribution an adapter patches, sorted by name."""
-    sdks = sorted({load(name).REQUIRES.sdk for name in adapter_names()})
-    return tuple(f"{sdk}>={TESTED[sdk][0]}" for sdk in sdks)
 
 
 def _installed(requirement: str) -> str | None:

@@ -32,6 +32,29 @@ class Earlier:
 
 
 @dataclass(frozen=True)
+class Tested:
+    """A distribution's tested range, declared by one adapter: ``make tables`` writes pyproject.toml's
+    floors, ``package._instruments_any``, ``tested_versions.py`` and docs/SUPPORT.md's table from it."""
+
+    dist: str
+    # The floor as pyproject.toml spells it; run by a version or framework lane.
+    oldest: str
+    # What the main suite or the newest lane runs.
+    newest: str
+
+
+@dataclass(frozen=True)
+class Extra:
+    """pyproject.toml's extra for an adapter: ``installs`` are declared distributions (written at
+    their oldest) or whole requirements; empty: the adapter's ``sdk``."""
+
+    name: str
+    installs: tuple[str, ...] = ()
+    # False: kept out of the main venv (the ``test`` extra), a lane of its own runs it.
+    main_venv: bool = True
+
+
+@dataclass(frozen=True)
 class Requires:
     """One adapter's needs, as data. The instrumentor waits for the modules of ``targets`` and warns
     (once) about any target it cannot find; ``otel-toolcalls doctor`` reports them."""
@@ -50,6 +73,12 @@ class Requires:
     # The older designs' targets, each for the releases before its ``until``: one declaration per
     # design; the installed version picks one (``installed_targets``), so a target gone from it is missing.
     earlier: tuple[Earlier, ...] = ()
+    # The ranges this adapter answers for (one adapter per distribution declares it; the others of
+    # that distribution name none). ``make tables`` writes every copy from these.
+    tested: tuple[Tested, ...] = ()
+    # The first release with this adapter's surface where it is younger than its distribution's oldest.
+    since: str = ""
+    extra: Extra | None = None
 
     @property
     def modules(self) -> tuple[str, ...]:

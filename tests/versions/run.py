@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,13 @@ def _floors() -> dict[str, str]:
 
 
 FLOORS = _floors()
+# distribution -> the newest release tested (`make tables` writes it from the adapters' REQUIRES).
+NEWEST = {
+    dist: newest
+    for dist, (_, newest) in runpy.run_path(str(ROOT / "otel_toolcalls/_wiring/tested_versions.py"))[
+        "TESTED"
+    ].items()
+}
 OPENAI = ["tests/providers/test_openai_chat.py", "tests/providers/test_openai_chat_async.py",
           "tests/providers/test_openai_responses.py", "tests/providers/test_openai_realtime_versions.py",
           "tests/contract/test_wire_lies.py", "tests/providers/test_compatible_servers.py"]  # fmt: skip
@@ -218,7 +226,7 @@ PEER_LANES = [
          PEER_TESTS, extra=["openai"], peer="openinference-llama-index"),
     # agno's newest covered release (the main framework venv's) with OpenInference's agno
     # instrumentation: its TOOL span is the execution span (tests/peers/test_official_executions.py).
-    Lane("peer-openinference-agno", {"openinference-instrumentation-agno": "1.0.15", "agno": "3.1.10"},
+    Lane("peer-openinference-agno", {"openinference-instrumentation-agno": "1.0.15", "agno": NEWEST["agno"]},
          [OFFICIAL_EXECUTIONS], extra=["openai", "opentelemetry-distro"], peer="openinference-agno"),
 ]  # fmt: skip
 
@@ -253,7 +261,7 @@ LANES = [
     Lane("aiobotocore-floor", {"aiobotocore": None}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
          matrix=AIOBOTOCORE_DRIVERS,
          why="the first whose botocore pin (1.34.131) has ConverseStream; its _parse_event is sync"),
-    Lane("aiobotocore", {"aiobotocore": "3.10.0"}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
+    Lane("aiobotocore", {"aiobotocore": NEWEST["aiobotocore"]}, AIOBOTOCORE, extra=AIOBOTOCORE_EXTRA,
          matrix=AIOBOTOCORE_DRIVERS,
          why="the newest, with the botocore it pins (1.43.117); _parse_event a coroutine"),
     Lane("mistral-floor", {"mistralai": None}, ["tests/providers/test_mistral.py"],
@@ -270,7 +278,7 @@ LANES = [
          matrix=["litellm", "litellm_async"]),
     # lm15's first release and its newest: its client's own HTTP, and its app under opentelemetry-instrument.
     Lane("lm15-floor", {"lm15": None}, LM15, extra=LM15_EXTRA),
-    Lane("lm15", {"lm15": "1.5.0"}, LM15, extra=LM15_EXTRA),
+    Lane("lm15", {"lm15": NEWEST["lm15"]}, LM15, extra=LM15_EXTRA),
     Lane("langgraph-floor", {"langgraph": None, "langchain-openai": None, "langchain-core": "0.3.86"},
          ["tests/frameworks/langchain/test_frameworks_langchain.py"],
          why="langchain-core, which the adapter patches, pinned where those floors resolve it"),

@@ -19,7 +19,7 @@ import pytest
 from console_spans import console_spans
 from packaging.requirements import Requirement
 
-from otel_toolcalls._wiring.dependencies import instruments_any
+from otel_toolcalls import package
 
 
 def _installed(requirement: str) -> bool:
@@ -30,7 +30,7 @@ def _installed(requirement: str) -> bool:
     return True
 
 
-ALONE = [Requirement(each).name for each in instruments_any() if _installed(each)]
+ALONE = [Requirement(each).name for each in package._instruments_any if _installed(each)]
 APPS = Path(__file__).resolve().parents[1] / "apps"
 VENV_BIN = Path(sys.executable).parent
 CUT = "call_cut"

@@ -1,6 +1,7 @@
 """The ``instruments-any`` extra: ``opentelemetry-instrument`` runs the instrumentor only where one of
-its distributions is installed, so it must name every distribution an adapter patches (a tool server
-with only mcp, a worker with only a framework); ``instrumentation_dependencies()`` decides the same."""
+its distributions is installed (``make tables`` writes it with every distribution an adapter patches:
+a tool server with only mcp, a worker with only a framework); ``instrumentation_dependencies()``
+decides the same."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from otel_toolcalls import ToolCallsInstrumentor, package
+from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls._wiring import dependencies
-from otel_toolcalls._wiring.adapters import adapter_names, load
-from otel_toolcalls._wiring.tested_versions import TESTED
 
 PYPROJECT = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
 EXTRA = PYPROJECT["project"]["optional-dependencies"]["instruments-any"]
@@ -35,18 +34,6 @@ def _floors(requirements: list[str] | tuple[str, ...]) -> dict[str, Version]:
         assert specifier.operator == ">=", each
         floors[canonicalize_name(requirement.name)] = Version(specifier.version)
     return floors
-
-
-def test_the_extra_names_every_distribution_an_adapter_patches_at_its_oldest_tested() -> None:
-    extra = _floors(EXTRA)
-    for name in adapter_names():
-        sdk = load(name).REQUIRES.sdk
-        assert canonicalize_name(sdk) in extra, f"{name}: {sdk} is not in pyproject's instruments-any"
-        assert extra[canonicalize_name(sdk)] == Version(TESTED[sdk][0]), f"{name}: {sdk}'s floor"
-    assert extra == _floors(dependencies.instruments_any())  # and nothing else
-    # contrib's package.py states the same list, in the form the derivation gives it.
-    assert package._instruments_any == dependencies.instruments_any()
-    assert package._instruments == ()
 
 
 def test_the_installed_metadata_states_the_same_extra() -> None:

@@ -15,7 +15,7 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.context import current_tool_call_id
 from otel_toolcalls._linking.runner import Execution, execution_in_progress, run_async
-from otel_toolcalls._wiring.patches import Patches, Requires, resolve
+from otel_toolcalls._wiring.patches import Patches, Requires, Tested, resolve
 
 from . import meta as _mcp_meta
 
@@ -26,6 +26,7 @@ _SERVER_2 = ("mcp.server.lowlevel", "Server.get_request_handler")
 _SERVER_1 = ("mcp.server.lowlevel.server", "Server._handle_request")
 
 # What the adapter needs of the SDK and patches (the instrumentor waits for and checks it).
+# main-frameworks-mid runs 2.0.0 too.
 REQUIRES = Requires(
     sdk="mcp",
     targets=(_CLIENT, _SERVER_2, _SERVER_1),
@@ -34,6 +35,7 @@ REQUIRES = Requires(
         ("mcp.server.lowlevel", "Server.add_request_handler"),
         ("mcp.server.lowlevel.server", "request_ctx"),
     ),
+    tested=(Tested("mcp", "1.25.0", "2.3.0"),),
 )
 _patches = Patches()
 

@@ -16,7 +16,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.request import Request, current
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 from .streams import PROVIDER, begin, hand_back
 
@@ -26,7 +26,11 @@ _TARGET = ("botocore.client", "BaseClient._make_api_call")
 # GenAI Bedrock one) has its inference span current only from there.
 SENT = ("botocore.client", "BaseClient._make_request")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="botocore", targets=(_TARGET, SENT), provider=PROVIDER)
+REQUIRES = Requires(
+    sdk="botocore", targets=(_TARGET, SENT), provider=PROVIDER,
+    tested=(Tested("botocore", "1.34.116", "1.44.18"), Tested("boto3", "1.34.116", "1.44.18")),
+    extra=Extra("bedrock", ("boto3",)),
+)
 _patches = Patches()
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from otel_toolcalls._core.errors import guarded
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 from .adapter import request_of, sending
 from .streams import PROVIDER, hand_back
@@ -24,7 +24,12 @@ _TARGET = ("aiobotocore.client", "AioBaseClient._make_api_call")
 # check, made where the request is sent (adapter.SENT).
 _SENT = ("aiobotocore.client", "AioBaseClient._make_request")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="aiobotocore", targets=(_TARGET, _SENT), provider=PROVIDER)
+# Its own version lanes (it pins botocore below the newest): 2.13.1 and 3.10.0; not in the main venv.
+REQUIRES = Requires(
+    sdk="aiobotocore", targets=(_TARGET, _SENT), provider=PROVIDER,
+    tested=(Tested("aiobotocore", "2.13.1", "3.10.0"),),
+    extra=Extra("aiobotocore", main_venv=False),
+)
 _patches = Patches()
 
 

@@ -12,7 +12,7 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
 
 from . import afc
 from .chunks import translate_chunk
@@ -42,6 +42,8 @@ REQUIRES = Requires(
         (_EXTRA, "invoke_function_from_dict_args_async"),
     ),
     provider=GEMINI,
+    tested=(Tested("google-genai", "1.55", "3.6.1"),),
+    extra=Extra("gemini"),
 )
 
 _patches = Patches()

@@ -30,6 +30,8 @@ from .adapter import GEMINI, OPERATION, VERTEX_AI
 from .live_calls import Calls
 from .live_events import translate_message
 
+# The adapter's name (settings, logs, doctor): not its module's.
+NAME = "gemini_live"
 MODULE = "google.genai.live"
 # connect: the model asked for; AsyncSession.__init__: the session it opens (inside the manager's
 # __aenter__, in the caller's context); _receive: every message, read by receive() and

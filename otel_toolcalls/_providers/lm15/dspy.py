@@ -8,8 +8,11 @@ from otel_toolcalls._wiring.patches import Requires
 
 from .streams import Streams
 
+# The adapter's name (settings, logs, doctor): not its module's.
+NAME = "dspy_lm15"
 SDK = Streams("dspy._vendor.lm15")
 # DSPy before 3.4 bundles no lm15: its targets are not in those releases, not missing.
+# dspy.LM's default engine (3.4+): the lm15 DSPy bundles.
 REQUIRES = Requires(
     sdk="dspy",
     targets=SDK.targets,

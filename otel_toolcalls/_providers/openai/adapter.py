@@ -13,7 +13,7 @@ from otel_toolcalls._core import names as n
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats import chat_completions, responses
 from otel_toolcalls._sdks.stainless import Route, StainlessSDK
-from otel_toolcalls._wiring.patches import Requires
+from otel_toolcalls._wiring.patches import Extra, Requires, Tested
 
 # POST /responses (create); GET /responses/{id}?stream=true (``retrieve(stream=True)``, resuming a
 # stored or background response): the conventions' ``fetch_response``, no inference of its own.
@@ -64,7 +64,11 @@ SDK = StainlessSDK(
 )
 
 # What the adapter needs of the SDK (the instrumentor waits for and checks it).
-REQUIRES = Requires(sdk="openai", targets=SDK.targets, provider=SDK.provider)
+REQUIRES = Requires(
+    sdk="openai", targets=SDK.targets, provider=SDK.provider,
+    tested=(Tested("openai", "1.40", "3.63.0"),),
+    extra=Extra("openai"),
+)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -14,11 +14,13 @@ from typing import Any
 from otel_toolcalls._core.request import model_of
 from otel_toolcalls._core.session import CANCELLED, ENDED
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires
 
 from .realtime_events import RESPONSE_EVENTS, response_done
 from .ws_connection import PROVIDER, Connection, Wiring
 
+# The adapter's name (settings, logs, doctor): not its module's.
+NAME = "openai_realtime"
 # The GA surface (openai >= 1.103) and the beta one (1.58 on); an SDK release may have neither.
 MODULES = ("openai.resources.realtime.realtime", "openai.resources.beta.realtime.realtime")
 _CLASSES = {
@@ -37,11 +39,15 @@ _CLASSES = {
 }
 # What the adapter needs of the SDK (the instrumentor waits for and checks it). A release from
 # before a surface lacks its module: not in this version, not a missing target.
+# client.beta.realtime from 1.58, client.realtime (GA) from 1.103: the lanes openai-realtime-beta / -ga
+# run the oldest of each. The extra: the openai SDK's own `realtime` extra installs the same.
 REQUIRES = Requires(
     sdk="openai",
     targets=tuple((module, attr) for module in MODULES for attr in _CLASSES),
     provider=PROVIDER,
     surfaces=tuple((module, "RealtimeConnection") for module in MODULES),
+    since="1.58.0",
+    extra=Extra("realtime", ("openai", "websockets>=13")),
 )
 _patches = Patches()
 

@@ -17,6 +17,8 @@ from otel_toolcalls._wiring.patches import Patches, Requires
 
 from .ws_connection import PROVIDER, Connection, Wiring
 
+# The adapter's name (settings, logs, doctor): not its module's.
+NAME = "openai_responses_ws"
 MODULE = "openai.resources.responses.responses"
 _CLASSES = {
     "Responses.connect": "connect",
@@ -36,11 +38,13 @@ _CLASSES = {
 }
 # The Responses API is older than its WebSocket transport: a release without ResponsesConnection
 # predates the surface (not in this version, not a missing target).
+# client.responses.connect(): the Responses API's WebSocket transport, from 2.22.
 REQUIRES = Requires(
     sdk="openai",
     targets=tuple((MODULE, attr) for attr in _CLASSES),
     provider=PROVIDER,
     surfaces=((MODULE, "ResponsesConnection"),),
+    since="2.22.0",
 )
 _patches = Patches()
 _FINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
