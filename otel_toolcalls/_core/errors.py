@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from typing import TYPE_CHECKING, Any
 
 from . import process
 
 if TYPE_CHECKING:
     from .metrics import Metrics
-
-_T = TypeVar("_T")
 
 _log = logging.getLogger("otel_toolcalls")
 
@@ -81,15 +77,3 @@ def guarded(step: Callable[..., Any], *args: Any) -> None:
         step(*args)
     except Exception as exc:
         report(site_of(step), exc)
-
-
-def traced_instead(site: str, returned: _T, trace: Callable[..., _T], *args: Any) -> _T:
-    """What the package hands back in place of what the SDK ``returned``: ``trace(returned, *args)``,
-    or ``returned`` itself when instrumentation is suppressed or tracing it fails (reported)."""
-    if not is_instrumentation_enabled():
-        return returned
-    try:
-        return trace(returned, *args)
-    except Exception as exc:
-        report(site, exc)
-        return returned

@@ -13,13 +13,13 @@ from typing import Any
 import wrapt
 
 from otel_toolcalls._core import usage
-from otel_toolcalls._core.errors import guarded, report, traced_instead
+from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.request import CURRENT, Request, current, model_of
 from otel_toolcalls._core.sink import Sink, by_type
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, traced_instead
 
 _log = logging.getLogger(__name__)
 

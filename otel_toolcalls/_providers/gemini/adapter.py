@@ -9,11 +9,11 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from otel_toolcalls._core.errors import report, traced_instead
+from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, traced_instead
 
 from . import afc
 from .chunks import translate_chunk

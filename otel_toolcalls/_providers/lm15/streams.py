@@ -12,13 +12,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from otel_toolcalls._core.errors import traced_instead
 from otel_toolcalls._core.owners import watch
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Target
+from otel_toolcalls._wiring.patches import Patches, Target, traced_instead
 
 from .events import translate_event, translate_whole_event
 

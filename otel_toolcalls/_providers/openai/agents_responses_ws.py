@@ -18,14 +18,13 @@ import functools
 from typing import Any
 
 from otel_toolcalls._core import replay
-from otel_toolcalls._core.errors import traced_instead
 from otel_toolcalls._core.owners import watch
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats.responses import history_ids, translate_event
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, traced_instead
 
 MODULE = "agents.models.openai_responses"
 PROVIDER = "openai"
