@@ -29,6 +29,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.scoped import Scoped
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Patches, Requires
@@ -86,11 +87,8 @@ def _invoke(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs
 
 async def _untraced(pending: _Pending, wrapped: Any, args: Any, kwargs: Any) -> Any:
     # Copied into the worker thread a sync tool runs in, as the framework's own span would be.
-    token = _pending.set(pending)
-    try:
+    with Scoped(_pending, pending):
         return await wrapped(*args, **kwargs)
-    finally:
-        _pending.reset(token)
 
 
 def _call(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
