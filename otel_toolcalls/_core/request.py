@@ -20,6 +20,7 @@ from . import process, replay
 from .errors import guarded
 from .owners import watch
 from .peers import peer_inference_span
+from .scoped import Scoped
 from .sink import Translator
 from .state import RequestInfo, StreamState, now_ns
 from .stream import bind, ended_by, install_exit_hook, wrap_async, wrap_sync
@@ -123,12 +124,12 @@ class Request:
     def run(self, call: Callable[[], Any]) -> Any:
         """The SDK's call that makes the request (and, within it, the stream): ``CURRENT`` is this
         request meanwhile, and what it raises is recorded as the request's failure, then re-raised."""
-        with _Running(self):
+        with _Running(CURRENT, self):
             return call()
 
     async def arun(self, awaitable: Awaitable[Any]) -> Any:
         """``run`` for an async SDK: the request is made while ``awaitable`` runs."""
-        with _Running(self):
+        with _Running(CURRENT, self):
             return await awaitable
 
     async def sent(self, awaitable: Awaitable[Any]) -> Any:
@@ -140,11 +141,11 @@ class Request:
             ended_by(self.stream(), exc)
             raise
 
-    def entered(self) -> Entered:
+    def entered(self) -> Scoped[Request | None]:
         """``CURRENT`` is this request for the SDK's call that builds its stream, or for each step
         of a generator the SDK made (one object serves every step: a generator is never
         re-entered)."""
-        return Entered(self)
+        return Scoped(CURRENT, self)
 
     def closed(self) -> None:
         """A close the package saw on what the user holds (a generator it handed back): the
@@ -153,24 +154,7 @@ class Request:
             self.state.closed()
 
 
-class Entered:
-    __slots__ = ("request", "token")
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.token: contextvars.Token[Request | None] | None = None
-
-    def __enter__(self) -> Request:
-        self.token = CURRENT.set(self.request)
-        return self.request
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self.token is not None:
-            CURRENT.reset(self.token)
-            self.token = None
-
-
-class _Running(Entered):
+class _Running(Scoped["Request | None"]):
     """``entered()`` around the SDK's call that makes the request: what it raises is recorded as
     the request's failure before any stream existed (and goes on to the caller). A class, not a
     generator-based context manager, which costs about as much as the rest of the call's work."""
@@ -178,8 +162,9 @@ class _Running(Entered):
     __slots__ = ()
 
     def __exit__(self, *exc_info: Any) -> None:
-        if isinstance(exc_info[1], Exception):
-            guarded(self.request.failed_before_stream, exc_info[1])
+        request = self.value
+        if request is not None and isinstance(exc_info[1], Exception):
+            guarded(request.failed_before_stream, exc_info[1])
         super().__exit__(*exc_info)
 
 

@@ -22,20 +22,19 @@ import contextvars
 import functools
 import inspect
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-from opentelemetry.trace import Span
 
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.scoped import Scoped
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
-from .own_spans import annotate_or_refuse
+from .own_spans import annotated_or_own
 
 _MODULE = "agent_framework._tools"
 # The tool's invocation (the call id), the body's call and the span the framework opens around
@@ -95,11 +94,8 @@ def _invoke(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs
 
 async def _untraced(pending: _Pending, wrapped: Any, args: Any, kwargs: Any) -> Any:
     # Copied into the worker thread a sync tool runs in, as the framework's own span would be.
-    token = _pending.set(pending)
-    try:
+    with Scoped(_pending, pending):
         return await wrapped(*args, **kwargs)
-    finally:
-        _pending.reset(token)
 
 
 def _call(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
@@ -125,22 +121,6 @@ async def _awaited(execution: ExitStack, body: Any) -> Any:
         return await body
 
 
-@contextmanager
-def _inside(telemetry: Telemetry, opened: Any, call_id: str, name: Any) -> Iterator[Span]:
-    """The framework's span annotated, or, when its tracer records nothing, the package's made
-    inside it. A strict refusal raises inside the framework's span, before the tool body: the
-    span ends ERROR, ``invoke`` raises, the loop answers the model with an error result."""
-    with opened as span:
-        if span.is_recording():
-            refused = annotate_or_refuse(telemetry, span, call_id)
-            if refused is not None:
-                raise refused
-            yield span
-            return
-        with Execution(call_id, name if isinstance(name, str) else None, telemetry):
-            yield span
-
-
 def _function_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     opened = wrapped(*args, **kwargs)
     attributes = kwargs.get("attributes", args[0] if args else None)
@@ -149,7 +129,9 @@ def _function_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any,
     call_id = attributes.get(n.GEN_AI_TOOL_CALL_ID)
     if not isinstance(call_id, str) or not call_id or call_id == _NO_ID:
         return opened  # not a model's call: the framework's span is left as is
-    return _inside(telemetry, opened, call_id, attributes.get(n.GEN_AI_TOOL_NAME))
+    # A strict refusal raises inside the framework's span, before the tool body: the span ends
+    # ERROR, invoke raises, the loop answers the model with an error result.
+    return annotated_or_own(telemetry, opened, call_id, attributes.get(n.GEN_AI_TOOL_NAME))
 
 
 def _own_call() -> bool:

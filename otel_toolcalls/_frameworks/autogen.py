@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-from opentelemetry.trace import Span
 
 from otel_toolcalls._core.telemetry import Telemetry
-from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Patches, Requires, Tested
 
-from .own_spans import annotate_or_refuse
+from .own_spans import annotated_or_own
 
 _log = logging.getLogger(__name__)
 
@@ -35,29 +31,14 @@ REQUIRES = Requires(
 _patches = Patches()
 
 
-@contextmanager
-def _inside(telemetry: Telemetry, autogen_span: Any, call_id: str | None, name: Any) -> Iterator[Span]:
-    """AutoGen's span annotated, or, when its tracer records nothing, the package's made inside it.
-    A strict refusal raises inside AutoGen's span: AutoGen records it (ERROR) and its workbench
-    makes it an error ``ToolResult`` for the model, as for any tool that raised; the run goes on."""
-    with autogen_span as span:
-        if span.is_recording():
-            refused = annotate_or_refuse(telemetry, span, call_id)
-            if refused is not None:
-                raise refused
-            yield span
-            return
-        # A strict refusal raises on entering, inside AutoGen's span.
-        with Execution(call_id, name if isinstance(name, str) else None, telemetry):
-            yield span
-
-
 def _trace_tool_span(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     call_id = kwargs.get("tool_call_id")
     if not call_id or not is_instrumentation_enabled():
         return wrapped(*args, **kwargs)
     name = kwargs.get("tool_name", args[0] if args else None)
-    return _inside(telemetry, wrapped(*args, **kwargs), call_id, name)
+    # A strict refusal raises inside AutoGen's span: AutoGen records it (ERROR) and its workbench
+    # makes it an error ToolResult for the model, as for any tool that raised; the run goes on.
+    return annotated_or_own(telemetry, wrapped(*args, **kwargs), call_id, name)
 
 
 def instrument(telemetry: Telemetry) -> bool:

@@ -19,6 +19,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import peers
 from otel_toolcalls._core.errors import report
+from otel_toolcalls._core.scoped import Scoped
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._frameworks.own_spans import instrumentor_active
 from otel_toolcalls._linking.runner import Execution, run, run_async
@@ -70,19 +71,13 @@ def _official_span_comes() -> bool:
 
 
 def _deferred_run(deferred: _Deferred, wrapped: Any, args: Any, kwargs: Any) -> Any:
-    token = _deferred.set(deferred)
-    try:
+    with Scoped(_deferred, deferred):
         return wrapped(*args, **kwargs)
-    finally:
-        _deferred.reset(token)
 
 
 async def _deferred_arun(deferred: _Deferred, wrapped: Any, args: Any, kwargs: Any) -> Any:
-    token = _deferred.set(deferred)
-    try:
+    with Scoped(_deferred, deferred):
         return await wrapped(*args, **kwargs)
-    finally:
-        _deferred.reset(token)
 
 
 class _BodyScope:

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 from opentelemetry.trace import Span
 
 from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking.execute import IncompleteToolCallError, annotate_execution
+from otel_toolcalls._linking.runner import Execution
 
 _log = logging.getLogger(__name__)
 
@@ -34,6 +38,24 @@ def annotate_or_refuse(
     except IncompleteToolCallError as refused:
         return refused
     return None
+
+
+@contextmanager
+def annotated_or_own(
+    telemetry: Telemetry, opened: AbstractContextManager[Span], call_id: str | None, name: Any
+) -> Iterator[Span]:
+    """Enters the framework's span: annotated when it records, else the package's execution span
+    made inside it. A strict refusal raises inside the framework's span, before the tool body (on
+    entering the package's span, when that one is made)."""
+    with opened as span:
+        if span.is_recording():
+            refused = annotate_or_refuse(telemetry, span, call_id)
+            if refused is not None:
+                raise refused
+            yield span
+            return
+        with Execution(call_id, name if isinstance(name, str) else None, telemetry):
+            yield span
 
 
 def instrumentor_active(module_name: str, instrumentor: str, site: str) -> bool:

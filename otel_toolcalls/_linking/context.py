@@ -10,25 +10,23 @@ from __future__ import annotations
 
 import contextvars
 
+from otel_toolcalls._core.scoped import Scoped
+
 _CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("otel_toolcalls_call_id", default=None)
 
 
-class tool_call_context:
+class tool_call_context(Scoped["str | None"]):
     """``with tool_call_context(call_id): await session.call_tool(...)``: the streamed call being
     executed, for code whose API carries no call id (the MCP client). Sync or async ``with``."""
 
+    __slots__ = ()
+
     def __init__(self, call_id: str | None) -> None:
-        self.call_id = call_id
-        self._token: contextvars.Token[str | None] | None = None
+        super().__init__(_CALL_ID, call_id)
 
-    def __enter__(self) -> str | None:
-        self._token = _CALL_ID.set(self.call_id)
-        return self.call_id
-
-    def __exit__(self, *exc: object) -> None:
-        if self._token is not None:
-            _CALL_ID.reset(self._token)
-            self._token = None
+    @property
+    def call_id(self) -> str | None:
+        return self.value
 
     async def __aenter__(self) -> str | None:
         return self.__enter__()

@@ -10,6 +10,7 @@ package has not seen yet.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Container
 from typing import Any
 
 from opentelemetry.trace import Span
@@ -35,31 +36,27 @@ def _attributes(span: Span) -> Any:
     return getattr(span, "attributes", None) or {}
 
 
-def is_execution(span: Span) -> bool:
+def _recorded(span: Span, recorded: Container[Span]) -> bool:
     try:
-        if span in _EXECUTIONS:
-            return True
-    except TypeError:
-        pass
+        return span in recorded
+    except TypeError:  # a span class that cannot be recorded (unhashable): never was
+        return False
+
+
+def is_execution(span: Span) -> bool:
+    if _recorded(span, _EXECUTIONS):
+        return True
     return bool(_attributes(span).get(n.GEN_AI_OPERATION_NAME) == n.OPERATION_EXECUTE_TOOL)
 
 
 def is_annotated(span: Span) -> bool:
-    try:
-        if span in _ANNOTATED:
-            return True
-    except TypeError:
-        pass
-    return n.TOOLCALL_OUTCOME in _attributes(span)
+    return _recorded(span, _ANNOTATED) or n.TOOLCALL_OUTCOME in _attributes(span)
 
 
 def call_id_of(span: Span) -> Any:
     """The call id the span executes: as recorded, else as the span carries it (None: unknown)."""
-    try:
-        if span in _EXECUTIONS:
-            return _EXECUTIONS[span]
-    except TypeError:
-        pass
+    if _recorded(span, _EXECUTIONS):
+        return _EXECUTIONS[span]
     return _attributes(span).get(n.GEN_AI_TOOL_CALL_ID)
 
 

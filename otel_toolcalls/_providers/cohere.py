@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 import wrapt
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from otel_toolcalls._core import usage
 from otel_toolcalls._core.errors import guarded, report
@@ -20,7 +19,7 @@ from otel_toolcalls._core.sink import Sink, by_type
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested, traced_instead
 
 _log = logging.getLogger(__name__)
 
@@ -205,6 +204,19 @@ def _request_of(telemetry: Telemetry, instance: Any, kwargs: Any) -> Request:
     return found
 
 
+def _raw(inner: Any, telemetry: Telemetry, instance: Any, kwargs: Any) -> Any:
+    proxy = _AsyncRawStream if hasattr(inner, "__aenter__") else _RawStream
+    return proxy(inner, _request_of(telemetry, instance, kwargs))
+
+
+def _public(stream: Any, telemetry: Telemetry, kwargs: Any) -> Any:
+    request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
+    # A bare generator around the raw client: the one handed back relays it and sees close().
+    # The SDK's generator makes the request at its first step: published for each step.
+    published = request.entered()
+    return hand_back(stream, on_close=request.closed, scope=published, publish=(CURRENT, request))
+
+
 def instrument(telemetry: Telemetry) -> bool:
     try:
         __import__(_MODULE)
@@ -214,28 +226,10 @@ def instrument(telemetry: Telemetry) -> bool:
 
     def raw_chat_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         inner = wrapped(*args, **kwargs)
-        if not is_instrumentation_enabled():
-            return inner
-        try:
-            proxy = _AsyncRawStream if hasattr(inner, "__aenter__") else _RawStream
-            return proxy(inner, _request_of(telemetry, instance, kwargs))
-        except Exception as exc:
-            report("cohere raw_chat_stream", exc)
-            return inner
+        return traced_instead("cohere raw_chat_stream", inner, _raw, telemetry, instance, kwargs)
 
     def chat_stream(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        stream = wrapped(*args, **kwargs)
-        if not is_instrumentation_enabled():
-            return stream
-        try:
-            request = Request(telemetry, PROVIDER, model_of(kwargs.get("model")))
-            # A bare generator around the raw client: the one handed back relays it and sees close().
-            # The SDK's generator makes the request at its first step: published for each step.
-            published = request.entered()
-            return hand_back(stream, on_close=request.closed, scope=published, publish=(CURRENT, request))
-        except Exception as exc:
-            report("cohere chat_stream", exc)
-            return stream
+        return traced_instead("cohere chat_stream", wrapped(*args, **kwargs), _public, telemetry, kwargs)
 
     # The raw client makes every v2 stream, whatever client object leads there. The public method
     # makes its generator's close seen (_sdks.returned) and begins the request; cohere's Client binds its

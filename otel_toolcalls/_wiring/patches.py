@@ -8,13 +8,15 @@ import importlib.metadata
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from opentelemetry.instrumentation.utils import unwrap
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
 from packaging.version import InvalidVersion, Version
 from wrapt import wrap_function_wrapper
 
 from otel_toolcalls._core.errors import report
+
+_T = TypeVar("_T")
 
 _log = logging.getLogger(__name__)
 
@@ -166,3 +168,15 @@ class Patches:
 
     def __bool__(self) -> bool:
         return bool(self._made)
+
+
+def traced_instead(site: str, returned: _T, trace: Callable[..., _T], *args: Any) -> _T:
+    """What the package hands back in place of what the SDK ``returned``: ``trace(returned, *args)``,
+    or ``returned`` itself when instrumentation is suppressed or tracing it fails (reported)."""
+    if not is_instrumentation_enabled():
+        return returned
+    try:
+        return trace(returned, *args)
+    except Exception as exc:
+        report(site, exc)
+        return returned

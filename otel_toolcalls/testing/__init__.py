@@ -4,11 +4,11 @@ Users can reuse it in their own tests: queue a script, point the real SDK client
 """
 
 from ._fragments import awkward_points, awkward_split, split_at, split_mid_character, sse
-from ._server import FakeProvider, Request, Script
+from ._server import FakeProvider, ReceivedRequest, Script
 
 __all__ = [
     "FakeProvider",
-    "Request",
+    "ReceivedRequest",
     "Script",
     "awkward_points",
     "awkward_split",

@@ -34,6 +34,11 @@ def awkward_split(arguments: str) -> list[str]:
     return split_at(arguments, awkward_points(arguments))
 
 
+def pieces_of(arguments: str, fragments: list[str] | None) -> list[str]:
+    """A call's argument fragments as sent: the given ones, else its arguments cut at awkward places."""
+    return fragments if fragments is not None else awkward_split(arguments)
+
+
 def sse(data: Any, event: str | None = None) -> bytes:
     """One server-sent event; JSON keeps non-ASCII characters raw, as providers send them."""
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))

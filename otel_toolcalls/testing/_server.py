@@ -35,7 +35,9 @@ class Script:
 
 
 @dataclass
-class Request:
+class ReceivedRequest:
+    """An HTTP request the fake server read off the wire."""
+
     method: str
     path: str
     headers: dict[str, str]
@@ -60,7 +62,7 @@ class _Handler(socketserver.BaseRequestHandler):
         _write_response(sock, script)
 
 
-def _read_request(reader: Any) -> Request | None:
+def _read_request(reader: Any) -> ReceivedRequest | None:
     line = reader.readline()
     if not line:
         return None
@@ -74,7 +76,7 @@ def _read_request(reader: Any) -> Request | None:
         headers[name.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0") or 0)
     body = reader.read(length) if length else b""
-    return Request(method, path, headers, body)
+    return ReceivedRequest(method, path, headers, body)
 
 
 def _write_response(sock: socket.socket, script: Script) -> None:
@@ -118,7 +120,7 @@ class FakeProvider:
         self.default = default
         self._scripts: deque[Script] = deque()
         self._lock = threading.Lock()
-        self.requests: list[Request] = []
+        self.requests: list[ReceivedRequest] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._websocket: Any = None
@@ -128,7 +130,7 @@ class FakeProvider:
             self._scripts.extend(scripts)
         return self
 
-    def next_script(self, request: Request) -> Script:
+    def next_script(self, request: ReceivedRequest) -> Script:
         with self._lock:
             if self._scripts:
                 return self._scripts.popleft()

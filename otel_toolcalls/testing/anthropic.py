@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._fragments import awkward_split, split_mid_character, sse
+from ._fragments import pieces_of, split_mid_character, sse
 from ._server import Script
 
 MODEL = "claude-sonnet-4-6"
@@ -29,7 +29,7 @@ class ToolUse:
     stop: bool = True
 
     def pieces(self) -> list[str]:
-        return self.fragments if self.fragments is not None else awkward_split(self.arguments)
+        return pieces_of(self.arguments, self.fragments)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import eventstream, openai_chat
-from ._fragments import awkward_split
+from ._fragments import pieces_of
 from ._server import Script
 
 MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0"
@@ -36,7 +36,7 @@ class ToolUse:
     type: str | None = None  # "server_tool_use" for tools the provider runs
 
     def pieces(self) -> list[str]:
-        return self.fragments if self.fragments is not None else awkward_split(self.input)
+        return pieces_of(self.input, self.fragments)
 
 
 @dataclass

@@ -183,6 +183,11 @@ FRAMINGS: dict[str, tuple[Any, Any]] = {
 }
 
 
+# The item and block types that are tool calls: the Responses API's, Anthropic's.
+_RESPONSES_CALLS = ("function_call", "custom_tool_call", "mcp_call")
+_ANTHROPIC_CALLS = ("tool_use", "server_tool_use", "mcp_tool_use")
+
+
 def tool_start(data: Any) -> str | None:
     """The call id (or "?") when this event starts a tool call, else None."""
     if not isinstance(data, dict):
@@ -192,21 +197,13 @@ def tool_start(data: Any) -> str | None:
             if (tc.get("function") or {}).get("name"):
                 return str(tc.get("id") or "?")
     item = data.get("item") or {}
-    if data.get("type") == "response.output_item.added" and item.get("type") in (
-        "function_call",
-        "custom_tool_call",
-        "mcp_call",
-    ):
+    if data.get("type") == "response.output_item.added" and item.get("type") in _RESPONSES_CALLS:
         return str(item.get("call_id") or item.get("id") or "?")
     bedrock = ((data.get("contentBlockStart") or {}).get("start") or {}).get("toolUse")
     if isinstance(bedrock, dict):
         return str(bedrock.get("toolUseId") or "?")
     block = data.get("content_block") or {}
-    if data.get("type") == "content_block_start" and block.get("type") in (
-        "tool_use",
-        "server_tool_use",
-        "mcp_tool_use",
-    ):
+    if data.get("type") == "content_block_start" and block.get("type") in _ANTHROPIC_CALLS:
         return str(block.get("id") or "?")
     return None
 

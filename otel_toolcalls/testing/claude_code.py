@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import anthropic as messages
-from ._server import FakeProvider, Request, Script
+from ._server import FakeProvider, ReceivedRequest, Script
 
 # Everything but the model's requests off: telemetry, error reports, updates, feedback surveys.
 QUIET = {
@@ -42,7 +42,7 @@ def cli_env(fake: FakeProvider, home: str, *, retries: int = 0, fallback: bool =
     return env
 
 
-def _first_text(request: Request) -> Any:
+def _first_text(request: ReceivedRequest) -> Any:
     try:
         content = request.json()["messages"][0]["content"]
         return content if isinstance(content, str) else content[0].get("text")
@@ -53,7 +53,7 @@ def _first_text(request: Request) -> Any:
 class CLIFake(FakeProvider):
     """A ``FakeProvider`` that answers the CLI's warm-up requests itself."""
 
-    def next_script(self, request: Request) -> Script:
+    def next_script(self, request: ReceivedRequest) -> Script:
         if _first_text(request) == "Warmup":
             return messages.script_for(messages.events_for([messages.Text("ok")], stop_reason="end_turn"))
         return super().next_script(request)

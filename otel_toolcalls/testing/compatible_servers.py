@@ -65,6 +65,11 @@ def entry(
     return out
 
 
+def _finished(chunks: list[dict[str, Any]], finish_reason: str | None) -> list[dict[str, Any]]:
+    """The response's chunks, then (unless None) the chunk with its finish reason."""
+    return chunks if finish_reason is None else [*chunks, chunk(finish_reason=finish_reason)]
+
+
 def _one_after_another(
     calls: Sequence[ToolCall],
     *,
@@ -81,9 +86,7 @@ def _one_after_another(
         name = call.name if names_repeated else None
         for piece in call.pieces():
             out.append(chunk([entry(index, id=next_id(position, call), name=name, arguments=piece)]))
-    if finish_reason is not None:
-        out.append(chunk(finish_reason=finish_reason))
-    return out
+    return _finished(out, finish_reason)
 
 
 def sglang_shared_index(
@@ -126,9 +129,7 @@ def vllm_empty_continuation_ids(
         out.append(chunk([entry(index, id=call.id, name=call.name, arguments="", type="function")]))
         for piece in call.pieces():
             out.append(chunk([entry(index, id="", arguments=piece, type="function")]))
-    if finish_reason is not None:
-        out.append(chunk(finish_reason=finish_reason))
-    return out
+    return _finished(out, finish_reason)
 
 
 def glm_id_in_first_chunk_only(
@@ -166,9 +167,7 @@ def ollama_shared_index_whole(
     """Ollama's ``/v1``: each call whole in one delta, every one of them on index 0, each with its
     own id (ollama/ollama #15457)."""
     out = [chunk([entry(0, id=call.id, name=call.name, arguments=call.arguments)]) for call in calls]
-    if finish_reason is not None:
-        out.append(chunk(finish_reason=finish_reason))
-    return out
+    return _finished(out, finish_reason)
 
 
 def interleaved(
@@ -182,9 +181,7 @@ def interleaved(
         for i, own in enumerate(pieces):
             if step < len(own):
                 out.append(chunk([entry(i, arguments=own[step])]))
-    if finish_reason is not None:
-        out.append(chunk(finish_reason=finish_reason))
-    return out
+    return _finished(out, finish_reason)
 
 
 def side_by_side(
@@ -196,9 +193,7 @@ def side_by_side(
     pieces = [call.pieces() for call in calls]
     for step in range(max((len(p) for p in pieces), default=0)):
         out.append(chunk([entry(i, arguments=own[step]) for i, own in enumerate(pieces) if step < len(own)]))
-    if finish_reason is not None:
-        out.append(chunk(finish_reason=finish_reason))
-    return out
+    return _finished(out, finish_reason)
 
 
 def no_ids(

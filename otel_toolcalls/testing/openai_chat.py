@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._fragments import awkward_split, split_mid_character, sse
+from ._fragments import pieces_of, split_mid_character, sse
 from ._server import Script
 
 MODEL = "gpt-4o-mini"
@@ -23,7 +23,7 @@ class ToolCall:
     args_in_start: bool = False
 
     def pieces(self) -> list[str]:
-        return self.fragments if self.fragments is not None else awkward_split(self.arguments)
+        return pieces_of(self.arguments, self.fragments)
 
 
 @dataclass

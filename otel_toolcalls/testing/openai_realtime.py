@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._fragments import awkward_split
+from ._fragments import pieces_of
 from ._websocket import Await, Close, Drop, Frames, Step
 
 __all__ = [
@@ -53,7 +53,7 @@ class ToolCall:
     status: str | None = "completed"
 
     def pieces(self) -> list[str]:
-        return self.fragments if self.fragments is not None else awkward_split(self.arguments)
+        return pieces_of(self.arguments, self.fragments)
 
 
 def session_created(model: str = MODEL) -> dict[str, Any]:

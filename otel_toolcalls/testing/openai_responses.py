@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._fragments import awkward_split, split_mid_character, sse
+from ._fragments import pieces_of, split_mid_character, sse
 from ._server import Script
 
 MODEL = "gpt-4.1-mini"
@@ -56,7 +56,7 @@ class ToolCall:
     status: str | None = "completed"
 
     def pieces(self) -> list[str]:
-        return self.fragments if self.fragments is not None else awkward_split(self.arguments)
+        return pieces_of(self.arguments, self.fragments)
 
 
 def _item(call: ToolCall, output_index: int, *, done: bool) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from . import eventstream as wire_eventstream
 from . import openai_chat as wire_chat
 from . import openai_responses as wire_responses
 from ._fragments import split_mid_character, sse
-from ._server import FakeProvider, Request, Script
+from ._server import FakeProvider, ReceivedRequest, Script
 from .faults import Buffer, Fault, Pace, Stall
 
 
@@ -373,7 +373,7 @@ class FakeLLM(FakeProvider):
     def next_id(self, prefix: str) -> str:
         return f"{prefix}fake{next(self._ids):03d}"
 
-    def next_script(self, request: Request) -> Script:
+    def next_script(self, request: ReceivedRequest) -> Script:
         for api in self._apis:
             if api.path in request.path.split("?")[0]:
                 with self._lock:
@@ -398,7 +398,7 @@ class FakeLLM(FakeProvider):
         return {api.name: len(api._queue) for api in self._apis if api._queue}
 
 
-def _sent(request: Request) -> Sent:
+def _sent(request: ReceivedRequest) -> Sent:
     try:
         body = request.json()
     except ValueError:  # not JSON (a test's own raw request): recorded with no parsed body

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
@@ -12,7 +13,7 @@ from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested
+from otel_toolcalls._wiring.patches import Extra, Patches, Requires, Tested, traced_instead
 
 from . import afc
 from .chunks import translate_chunk
@@ -83,25 +84,17 @@ def uninstrument() -> None:
 
 
 def _sync_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    stream = wrapped(*args, **kwargs)
-    if not is_instrumentation_enabled():
-        return stream
-    try:
-        return hand_back_stream(stream, sync_session())
-    except Exception as exc:
-        report("_providers.gemini.adapter._sync_stream_wrapper", exc)
-        return stream
+    site = "_providers.gemini.adapter._sync_stream_wrapper"
+    return traced_instead(site, wrapped(*args, **kwargs), _handed_back, sync_session)
 
 
 async def _async_stream_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    stream = await wrapped(*args, **kwargs)
-    if not is_instrumentation_enabled():
-        return stream
-    try:
-        return hand_back_stream(stream, async_session())
-    except Exception as exc:
-        report("_providers.gemini.adapter._async_stream_wrapper", exc)
-        return stream
+    site = "_providers.gemini.adapter._async_stream_wrapper"
+    return traced_instead(site, await wrapped(*args, **kwargs), _handed_back, async_session)
+
+
+def _handed_back(stream: Any, session: Callable[[], Any]) -> Any:
+    return hand_back_stream(stream, session())
 
 
 # -- one request each ----------------------------------------------------------------------------

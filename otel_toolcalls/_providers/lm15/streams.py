@@ -12,15 +12,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-
-from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.owners import watch
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Target
+from otel_toolcalls._wiring.patches import Patches, Target, traced_instead
 
 from .events import translate_event, translate_whole_event
 
@@ -63,17 +60,11 @@ class Streams:
 
 
 def _stream(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    events = wrapped(*args, **kwargs)
-    if not is_instrumentation_enabled():
-        return events
-    try:
-        return _traced(telemetry, instance, args[0] if args else kwargs.get("request"), events)
-    except Exception as exc:
-        report("lm15 stream", exc)
-        return events
+    request = args[0] if args else kwargs.get("request")
+    return traced_instead("lm15 stream", wrapped(*args, **kwargs), _traced, telemetry, instance, request)
 
 
-def _traced(telemetry: Telemetry, lm: Any, request: Any, events: Any) -> Any:
+def _traced(events: Any, telemetry: Telemetry, lm: Any, request: Any) -> Any:
     # stream(Request(model="gpt-4o-mini", messages=(...), tools=(...)))
     named = getattr(lm, "provider", None)
     named = named if isinstance(named, str) and named else "lm15"

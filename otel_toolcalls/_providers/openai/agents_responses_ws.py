@@ -17,17 +17,14 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
-
 from otel_toolcalls._core import replay
-from otel_toolcalls._core.errors import report
 from otel_toolcalls._core.owners import watch
 from otel_toolcalls._core.request import Request, model_of
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats.responses import history_ids, translate_event
 from otel_toolcalls._sdks.returned import hand_back
 from otel_toolcalls._sdks.servers import server_of
-from otel_toolcalls._wiring.patches import Patches, Requires
+from otel_toolcalls._wiring.patches import Patches, Requires, traced_instead
 
 MODULE = "agents.models.openai_responses"
 PROVIDER = "openai"
@@ -48,7 +45,7 @@ def _request(telemetry: Telemetry, model: Any, body: Any) -> Request:
     return Request(telemetry, PROVIDER, asked, server=server_of(url), replayed=replayed)
 
 
-def _traced(telemetry: Telemetry, model: Any, body: Any, events: Any) -> Any:
+def _traced(events: Any, telemetry: Telemetry, model: Any, body: Any) -> Any:
     request = _request(telemetry, model, body)
     traced = request.attach(events, translate_event)
     state = request.stream()
@@ -59,14 +56,9 @@ def _traced(telemetry: Telemetry, model: Any, body: Any, events: Any) -> Any:
 
 
 def _events(telemetry: Telemetry, wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    events = wrapped(*args, **kwargs)  # an async generator: nothing is sent before its first step
-    if not is_instrumentation_enabled():
-        return events
-    try:
-        return _traced(telemetry, instance, args[0] if args else kwargs.get("create_kwargs"), events)
-    except Exception as exc:
-        report(f"{__name__}.events", exc)
-        return events
+    body = args[0] if args else kwargs.get("create_kwargs")
+    # An async generator: nothing is sent before its first step.
+    return traced_instead(f"{__name__}.events", wrapped(*args, **kwargs), _traced, telemetry, instance, body)
 
 
 def instrument(telemetry: Telemetry) -> bool:
