@@ -31,6 +31,7 @@ _FRAMEWORK_OF = {
     "frameworks/test_agent_framework.py": "agent_framework",
     "frameworks/test_agno.py": "agno",
     "frameworks/test_claude_agent_sdk.py": "claude_agent_sdk",
+    "frameworks/test_claude_code_tools.py": "claude_agent_sdk",
     "frameworks/test_haystack.py": "haystack",
     "frameworks/test_dspy.py": "dspy",
 }
