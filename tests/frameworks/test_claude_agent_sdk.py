@@ -316,11 +316,18 @@ async def test_the_cli_gets_the_app_span_as_traceparent(
 
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    lines, spans = run_example("claude_agent_sdk_agent.py")
+    lines, spans = run_example("claude_agent_sdk_agent.py", OTEL_TOOLCALLS_CLAUDE_CODE_TOOLS="true")
     # The cut call never reached the tool body; the whole one ran once.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "answer: Sunny in Zürich." in lines
     assert "toolu_cut: aborted" in lines and "toolu_whole: completed" in lines
+    # Bash, run by the CLI: the cut command denied by the package's hook, never run; the whole one
+    # run in its execution span, linked.
+    assert "cut.txt written: False; whole.txt written: True" in lines
+    assert "toolu_bash_cut: aborted" in lines and "toolu_bash_whole: completed" in lines
+    bash = {s["attributes"].get("gen_ai.tool.call.id"): s for s in spans if s["name"] == "execute_tool Bash"}
+    assert bash["toolu_bash_cut"]["attributes"]["error.type"] == "otel_toolcalls.IncompleteToolCallError"
+    assert bash["toolu_bash_cut"]["links"] == [] and len(bash["toolu_bash_whole"]["links"]) == 1
     (refused,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_cut"]
     # The SDK's own MCP span (mcp 2.x, recording under a global provider) is the execution span:
     # refused, not linked; mcp itself marks it with the isError result it answered.
