@@ -124,6 +124,19 @@ async def test_completed_call_is_executed_and_linked(
     assert chats[0].attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
 
 
+async def test_whole_call_then_max_tokens_runs_and_is_completed(
+    instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
+) -> None:
+    # The CLI runs a whole block whatever the stop reason after it, as it does its own Bash.
+    fake.enqueue(A.tool_use_script([WEATHER], stop_reason="max_tokens"), _answer())
+    await _run(telemetry, _options(fake, tmp_path))
+    call = _the(telemetry, "tool_call ")
+    assert call.attributes["toolcall.outcome"] == "completed"
+    (execution,) = _executions(telemetry)
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    assert ran == [("Zürich", execution.context.span_id)]
+
+
 async def test_query_function_completed_call_linked(
     instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
 ) -> None:
