@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher
+from claude_agent_sdk.types import ResultMessage
 from opentelemetry.trace import StatusCode
 
 from otel_toolcalls.testing import anthropic as A
@@ -54,7 +55,7 @@ def _options(fake: Any, tmp_path: Path, *, hooks: bool = False, **env: Any) -> C
         model=A.MODEL,
         include_partial_messages=True,
         allowed_tools=["Bash", "Read"],
-        max_turns=3,
+        max_turns=5,
         hooks=user_hooks,  # type: ignore[arg-type]
     )
 
@@ -100,8 +101,11 @@ async def test_the_cli_tools_are_executed_and_linked(
     fake.enqueue(
         A.script_for(A.events_for([A.Text("On it."), bash, read], stop_reason=stop_reason)), _answer()
     )
-    _, callbacks = await _run(telemetry, _options(fake, tmp_path, hooks=True))
+    seen, callbacks = await _run(telemetry, _options(fake, tmp_path, hooks=True))
     assert made.read_text() == "hi\n"
+    # The answer came from the script (CLI 2.1.1's own request about the command's output aside).
+    (result,) = [m for m in seen if isinstance(m, ResultMessage)]
+    assert result.is_error is False and result.result == "Done."
     calls, executions = _calls(telemetry), _executions(telemetry)
     assert set(executions) == {bash.id, read.id} and len(callbacks) == 3  # the user's two, ours
     for call_id, name in ((bash.id, "Bash"), (read.id, "Read")):
