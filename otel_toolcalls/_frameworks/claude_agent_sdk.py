@@ -9,11 +9,15 @@ they precede is handled. Each Anthropic message (``message_start`` .. ``message_
 thread (``parent_tool_use_id``: the main one, or a subagent's) is one streamed request, read by
 the anthropic Messages translator.
 
-Tools: the CLI runs its own; those of an SDK MCP server (``@tool``) run here, asked for by a
-``tools/call`` control request naming the call in ``params._meta["claudecode/toolUseId"]``
-(``Query._handle_sdk_mcp_request``). From 0.2.140 that request reaches a real MCP server (the mcp
-adapter's server span is the execution, and finds the id there); before, the SDK calls the tool
-itself and the execution span is made here.
+The CLI runs every tool block it has whole, whatever the stop reason after it, so a block is
+settled at its own end (its ``content_block_stop``, or the response's ``assistant`` line naming it,
+which newer CLIs write first), by its arguments, for every tool alike.
+
+Tools: the CLI runs its own (their executions: ``claude_code_tools``, a setting); those of an SDK
+MCP server (``@tool``) run here, asked for by a ``tools/call`` control request naming the call in
+``params._meta["claudecode/toolUseId"]`` (``Query._handle_sdk_mcp_request``). From 0.2.140 that
+request reaches a real MCP server (the mcp adapter's server span is the execution, and finds the
+id there); before, the SDK calls the tool itself and the execution span is made here.
 """
 
 from __future__ import annotations
@@ -74,7 +78,6 @@ _FAILING = frozenset(
 _ERRORS = frozenset(
     {"authentication_failed", "billing_error", "rate_limit", "invalid_request", "server_error", "unknown"}
 )
-
 
 
 class _Turn:
