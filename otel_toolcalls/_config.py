@@ -25,6 +25,7 @@ class Settings:
     buffered_min_chunks: int = 8
     buffered_window_ms: float = 10.0
     buffered_min_ttfc_ms: float = 250.0
+    claude_code_tools: bool = False
 
 
 # keyword -> its environment variable (capture_content has the conventions' own, above)
@@ -36,6 +37,7 @@ ENV_VARIABLES = {
     "buffered_min_chunks": "OTEL_TOOLCALLS_BUFFERED_MIN_CHUNKS",
     "buffered_window_ms": "OTEL_TOOLCALLS_BUFFERED_WINDOW_MS",
     "buffered_min_ttfc_ms": "OTEL_TOOLCALLS_BUFFERED_MIN_TTFC_MS",
+    "claude_code_tools": "OTEL_TOOLCALLS_CLAUDE_CODE_TOOLS",
 }
 
 

@@ -30,6 +30,7 @@ FRAMEWORK_VENV_TESTS: dict[str, str | None] = {
     "frameworks/autogen/test_autogen.py": "autogen_agentchat",
     "frameworks/claude_agent_sdk/test_claude_agent_sdk.py": "claude_agent_sdk",
     "frameworks/claude_agent_sdk/test_claude_agent_sdk_lines.py": None,
+    "frameworks/claude_agent_sdk/test_claude_code_tools.py": "claude_agent_sdk",
     "frameworks/crewai/test_crewai.py": "crewai",
     "frameworks/dspy/test_dspy.py": "dspy",
     "frameworks/google_adk/test_google_adk.py": "google.adk",

@@ -9,18 +9,21 @@ they precede is handled. Each Anthropic message (``message_start`` .. ``message_
 thread (``parent_tool_use_id``: the main one, or a subagent's) is one streamed request, read by
 the anthropic Messages translator.
 
-Tools: the CLI runs its own; those of an SDK MCP server (``@tool``) run here, asked for by a
-``tools/call`` control request naming the call in ``params._meta["claudecode/toolUseId"]``
-(``Query._handle_sdk_mcp_request``). From 0.2.140 that request reaches a real MCP server (the mcp
-adapter's server span is the execution, and finds the id there); before, the SDK calls the tool
-itself and the execution span is made here.
+The CLI runs every tool block it has whole, whatever the stop reason after it, so a block is
+settled at its own end (its ``content_block_stop``, or the response's ``assistant`` line naming it,
+which newer CLIs write first), by its arguments, for every tool alike.
+
+Tools: the CLI runs its own (their executions: ``claude_code_tools``, a setting); those of an SDK
+MCP server (``@tool``) run here, asked for by a ``tools/call`` control request naming the call in
+``params._meta["claudecode/toolUseId"]`` (``Query._handle_sdk_mcp_request``). From 0.2.140 that
+request reaches a real MCP server (the mcp adapter's server span is the execution, and finds the
+id there); before, the SDK calls the tool itself and the execution span is made here.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator, Hashable
 from typing import Any
@@ -39,6 +42,9 @@ from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._providers.formats.anthropic_messages import TOOL_TYPES, translate_event
 from otel_toolcalls._sdks.fields import Fields
 from otel_toolcalls._wiring.patches import Patches, Requires, Tested, resolve
+
+from . import claude_code_tools
+from .claude_code_tools import ended, ended_all
 
 _log = logging.getLogger(__name__)
 
@@ -83,50 +89,28 @@ _ERRORS = frozenset(
 
 
 
-class _Stopped:
-    """Calls whose block stopped and that no stop reason settled yet, by call id: the CLI starts a
-    tool at its block's stop, before the message's stop reason."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_id: dict[str, StreamState] = {}
-
-    def put(self, call_id: str, state: StreamState) -> None:
-        with self._lock:
-            self._by_id[call_id] = state
-
-    def drop(self, call_id: str | None) -> None:
-        if call_id:
-            with self._lock:
-                self._by_id.pop(call_id, None)
-
-    def executing(self, call_id: str) -> None:
-        """The CLI runs the call now: it acted on the block's own stop, so no later stop reason
-        overturns it; its arguments still decide (a cut one ends ``unterminated``)."""
-        with self._lock:
-            state = self._by_id.pop(call_id, None)
-        if state is not None:
-            state.other_block_started()
-
-
-_stopped = _Stopped()
-
-
 class _Turn:
     """One message of one thread: its stream state and the ids of its tool blocks by index."""
 
-    __slots__ = ("ids", "state", "stopped", "waiting")
+    __slots__ = ("ids", "state", "waiting")
 
     def __init__(self, state: StreamState) -> None:
         self.state = state
         self.ids: dict[Hashable, str] = {}
-        self.stopped: str | None = None
         # message_stop came with a call still open: the line telling why it ended comes next.
         self.waiting = False
 
-    def settled(self) -> None:
-        _stopped.drop(self.stopped)
-        self.stopped = None
+    def announced(self, message: dict[str, Any]) -> None:
+        """The CLI's assistant line of this response names the tool blocks it has whole (it writes
+        it before their content_block_stop, and runs them next): each is settled now."""
+        body = message.get("message")
+        if not isinstance(body, dict) or body.get("id") != self.state.response_id:
+            return
+        named = {block.get("id") for block in _blocks(message, "tool_use")}
+        for key, call_id in self.ids.items():
+            if call_id in named and self.state.call_id_of(key) is not None:
+                self.state.block_stopped(key)
+                self.state.other_block_started()
 
 
 class _Reader:
@@ -138,20 +122,21 @@ class _Reader:
         self.model: str | None = None
         self.turns: dict[str | None, _Turn] = {}
         self.streams = Session()
+        # Calls streamed and not answered yet by their tool_result (the CLI's tools' executions).
+        self.unanswered: set[str] = set()
 
     def line(self, message: Any) -> None:
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "stream_event":
             self._event(message.get("parent_tool_use_id"), message.get("event"))
             return
-        if kind == "control_request":
-            self._control(message.get("request"))
-            return
         if kind == "result":
             self._result(message)
             return
         if kind == "assistant":
             self._assistant(message)
+        elif kind == "user":
+            self._results(message)
         thread = message.get("parent_tool_use_id") if kind in ("assistant", "user") else None
         turn = self.turns.get(thread)
         if turn is not None and (turn.waiting or _another_message(turn, message)):
@@ -163,14 +148,14 @@ class _Reader:
             model = message.get("model")
             self.model = model if isinstance(model, str) else None
 
-    @staticmethod
-    def _control(request: Any) -> None:
-        # {"subtype":"mcp_message","server_name":"w","message":{"method":"tools/call",...}}: read in
-        # the order the CLI wrote it, so before any stop reason written after it.
-        if isinstance(request, dict) and request.get("subtype") == "mcp_message":
-            call_id, _ = call_of(request.get("message"))
-            if call_id is not None:
-                _stopped.executing(call_id)
+    def _results(self, message: dict[str, Any]) -> None:
+        # {"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_01",
+        #  "content":"...","is_error":false}]},"parent_tool_use_id":null}
+        for block in _blocks(message, "tool_result"):
+            call_id = block.get("tool_use_id")
+            if isinstance(call_id, str):
+                self.unanswered.discard(call_id)
+                ended(call_id, "tool_error" if block.get("is_error") is True else None)
 
     def _event(self, thread: Any, event: Any) -> None:
         if not isinstance(event, dict):
@@ -191,13 +176,27 @@ class _Reader:
         turn = self.turns.get(thread)
         if turn is None:
             return  # a message that began before instrument(): not seen whole
+        if kind == "message_stop" and turn.state.open_keys():
+            # The CLI's own stop after a broken stream (no response stops with a block open): not
+            # the response's end; the line telling why it ended comes next.
+            turn.waiting = True
+            return
         translate_event(turn.state, Fields(event))
-        _track(turn, kind, event)
+        self._track(turn, kind, event)
         if kind == "message_stop":
-            if turn.state.open_keys():
-                turn.waiting = True
-            else:
-                self.end(thread, ENDED)
+            self.end(thread, ENDED)
+
+    def _track(self, turn: _Turn, kind: Any, event: dict[str, Any]) -> None:
+        if kind == "content_block_stop":
+            # The CLI runs every tool block it has whole, whatever the stop reason that follows:
+            # the block's own stop settles it, by its arguments (a cut one ends unterminated).
+            turn.state.other_block_started()
+        elif kind == "content_block_start":
+            block = event.get("content_block")
+            call_id = block.get("id") if isinstance(block, dict) and block.get("type") in TOOL_TYPES else None
+            if isinstance(call_id, str):
+                turn.ids[event.get("index")] = call_id
+                self.unanswered.add(call_id)
 
     def _open(self, thread: Any) -> StreamState | None:
         # The parent: the context the SDK's reader task was started in (the caller's, at connect).
@@ -211,9 +210,14 @@ class _Reader:
     def _assistant(self, message: dict[str, Any]) -> None:
         # The CLI's synthetic message after a failed request (a dropped connection, an API error):
         # {"type":"assistant","message":{"model":"<synthetic>",...},"error":"server_error"}
+        # Also where no stream is seen: the tools the CLI runs end with the session at the latest.
+        self.unanswered.update(b["id"] for b in _blocks(message, "tool_use") if isinstance(b.get("id"), str))
         error = message.get("error")
         turn = self.turns.get(message.get("parent_tool_use_id"))
-        if error is None or turn is None:
+        if turn is None:
+            return
+        if error is None:
+            turn.announced(message)
             return
         turn.state.error_event(error if error in _ERRORS else n.OTHER)
         if turn.waiting:
@@ -236,12 +240,23 @@ class _Reader:
     def end(self, thread: Any, how: Ending) -> None:
         turn = self.turns.pop(thread, None)
         if turn is not None:
-            turn.settled()
             self.streams.end(thread, how)
 
     def end_all(self, how: Ending) -> None:
+        """The CLI's stdout ended: so did every message, and every execution it ran."""
         for thread in list(self.turns):
             self.end(thread, how)
+        ended_all(self.unanswered)
+        self.unanswered.clear()
+
+
+def _blocks(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The content blocks of one type of an assistant or user line."""
+    body = message.get("message")
+    content = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict) and block.get("type") == kind]
 
 
 def _another_message(turn: _Turn, message: dict[str, Any]) -> bool:
@@ -249,23 +264,6 @@ def _another_message(turn: _Turn, message: dict[str, Any]) -> bool:
     body = message.get("message")
     other = body.get("id") if isinstance(body, dict) else None
     return message.get("type") == "assistant" and bool(other) and other != turn.state.response_id
-
-
-def _track(turn: _Turn, kind: Any, event: dict[str, Any]) -> None:
-    """Which call stopped without a stop reason yet (the translator keeps it pending)."""
-    if kind == "content_block_stop":
-        call_id = turn.ids.get(event.get("index"))
-        if call_id and turn.state.call_id_of(event.get("index")) is None:
-            turn.settled()
-            turn.stopped = call_id
-            _stopped.put(call_id, turn.state)
-        return
-    if kind in ("content_block_start", "message_delta"):
-        turn.settled()  # the translator settled the pending block
-    if kind == "content_block_start":
-        block = event.get("content_block")
-        if isinstance(block, dict) and block.get("type") in TOOL_TYPES and isinstance(block.get("id"), str):
-            turn.ids[event.get("index")] = block["id"]
 
 
 async def _reading(session: _Reader, lines: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -344,7 +342,6 @@ async def _mcp_request(telemetry: Telemetry, wrapped: Any, instance: Any, args: 
     call_id, name = call_of(message)
     if call_id is None or not is_instrumentation_enabled():
         return await wrapped(*args, **kwargs)
-    guarded(_stopped.executing, call_id)
     if _bridged():
         return await wrapped(*args, **kwargs)
     execution = Execution(call_id, name, telemetry)
@@ -362,8 +359,11 @@ async def _mcp_request(telemetry: Telemetry, wrapped: Any, instance: Any, args: 
 def instrument(telemetry: Telemetry) -> bool:
     if _patches.wrap(*_TRANSPORT, functools.partial(_read_messages, telemetry)):
         _patches.wrap(*_MCP_REQUEST, functools.partial(_mcp_request, telemetry))
+        if telemetry.settings.claude_code_tools:
+            claude_code_tools.instrument(telemetry)
     return bool(_patches)
 
 
 def uninstrument() -> None:
+    claude_code_tools.uninstrument()
     _patches.unwrap_all()

@@ -54,7 +54,7 @@ class ToolCallsInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     Settings (each also an environment variable, the keyword wins): ``capture_content``,
     ``inference_spans``, ``strict``, ``registry_size``, ``metrics_max_tool_names``,
-    ``buffered_min_chunks``, ``buffered_window_ms``, ``buffered_min_ttfc_ms``.
+    ``buffered_min_chunks``, ``buffered_window_ms``, ``buffered_min_ttfc_ms``, ``claude_code_tools``.
 
     An SDK the application has already imported is patched at once; one it has not is patched when
     (and if) the application imports a module the adapter patches (``_wiring.imports``): importing every

@@ -4,8 +4,9 @@
 the CLI: the fake's base URL, a dummy key, a throwaway home, nothing sent anywhere else (the
 machine may reach only loopback; an address the CLI still tries is refused at once, never waited
 on). ``CLIFake`` answers the requests the CLI makes of its own (older releases warm their subagent
-models up with a "Warmup" prompt) with a short text, so the queued scripts answer the agent's
-turns only. ``message_json`` is a whole response, as the CLI's non-streaming fallback asks for.
+models up with a "Warmup" prompt, and ask about each Bash command's output with a prompt starting
+"Command:") with a short text, so the queued scripts answer the agent's turns only.
+``message_json`` is a whole response, as the CLI's non-streaming fallback asks for.
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ def _first_text(request: ReceivedRequest) -> Any:
 
 
 class CLIFake(FakeProvider):
-    """A ``FakeProvider`` that answers the CLI's warm-up requests itself."""
+    """A ``FakeProvider`` that answers the CLI's own requests itself."""
 
     def next_script(self, request: ReceivedRequest) -> Script:
-        if _first_text(request) == "Warmup":
+        text = _first_text(request)
+        if text == "Warmup" or (isinstance(text, str) and text.startswith("Command: ")):
             return messages.script_for(messages.events_for([messages.Text("ok")], stop_reason="end_turn"))
         return super().next_script(request)
 

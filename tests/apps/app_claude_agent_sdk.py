@@ -11,6 +11,11 @@ from otel_toolcalls.testing.claude_code import CLIFake, cli_env
 WEATHER = A.ToolUse(
     name="mcp__w__get_weather", id="toolu_claude_agent_sdk", arguments='{"location": "Zürich"}'
 )
+# Run by the CLI itself: its execution span comes from the package's PreToolUse hook
+# (OTEL_TOOLCALLS_CLAUDE_CODE_TOOLS=true in the import-order test's environment).
+BASH = A.ToolUse(
+    name="Bash", id="toolu_claude_code_bash", arguments='{"command": "true", "description": "probe"}'
+)
 
 
 @tool("get_weather", "Current weather for a location.", {"location": str})
@@ -21,7 +26,7 @@ async def get_weather(args: dict[str, Any]) -> dict[str, Any]:
 async def run() -> None:
     with CLIFake() as fake, tempfile.TemporaryDirectory() as home:
         fake.enqueue(
-            A.tool_use_script([WEATHER]),
+            A.tool_use_script([WEATHER, BASH]),
             A.script_for(A.events_for([A.Text("Sunny.")], stop_reason="end_turn")),
         )
         options = ClaudeAgentOptions(
@@ -30,7 +35,7 @@ async def run() -> None:
             model=A.MODEL,
             include_partial_messages=True,
             mcp_servers={"w": create_sdk_mcp_server("w", tools=[get_weather])},
-            allowed_tools=[WEATHER.name],
+            allowed_tools=[WEATHER.name, "Bash"],
             max_turns=3,
         )
         async with ClaudeSDKClient(options=options) as client:

@@ -87,7 +87,7 @@ ADAPTERS = {
     "dspy": ("execution", "call_dspy"),
 }
 # More calls an app streams, each checked as its adapter's first: google_adk's through Runner.run_live.
-MORE_CALLS = {"google_adk": ("call_google_adk_live",)}
+MORE_CALLS = {"google_adk": ("call_google_adk_live",), "claude_agent_sdk": ("toolu_claude_code_bash",)}
 # The adapters whose app's call is found by its tool name, the SDK keeping no id.
 BY_TOOL_NAME = {"ollama"}
 # (adapter, venv, requirements) for every framework lane of every framework adapter.
@@ -109,6 +109,7 @@ def _env() -> dict[str, str]:
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",
         LITELLM_LOCAL_MODEL_COST_MAP="True",
+        OTEL_TOOLCALLS_CLAUDE_CODE_TOOLS="true",  # the Claude Code CLI's own tools (app_claude_agent_sdk)
     )
     return env
 

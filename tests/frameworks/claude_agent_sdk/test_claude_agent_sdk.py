@@ -124,6 +124,19 @@ async def test_completed_call_is_executed_and_linked(
     assert chats[0].attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
 
 
+async def test_whole_call_then_max_tokens_runs_and_is_completed(
+    instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
+) -> None:
+    # The CLI runs a whole block whatever the stop reason after it, as it does its own Bash.
+    fake.enqueue(A.tool_use_script([WEATHER], stop_reason="max_tokens"), _answer())
+    await _run(telemetry, _options(fake, tmp_path))
+    call = _the(telemetry, "tool_call ")
+    assert call.attributes["toolcall.outcome"] == "completed"
+    (execution,) = _executions(telemetry)
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    assert ran == [("Zürich", execution.context.span_id)]
+
+
 async def test_query_function_completed_call_linked(
     instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
 ) -> None:
@@ -316,15 +329,28 @@ async def test_the_cli_gets_the_app_span_as_traceparent(
 
 
 def test_the_example_under_opentelemetry_instrument() -> None:
-    lines, spans = run_example("claude_agent_sdk_agent.py")
+    lines, spans = run_example("claude_agent_sdk_agent.py", OTEL_TOOLCALLS_CLAUDE_CODE_TOOLS="true")
     # The cut call never reached the tool body; the whole one ran once.
     assert [line for line in lines if line.startswith("ran ")] == ["ran get_weather('Zürich')"]
     assert "answer: Sunny in Zürich." in lines
     assert "toolu_cut: aborted" in lines and "toolu_whole: completed" in lines
+    # Bash, run by the CLI: the cut command denied by the package's hook, never run; the whole one
+    # run in its execution span, linked.
+    assert "cut.txt written: False; whole.txt written: True" in lines
+    assert "toolu_bash_cut: aborted" in lines and "toolu_bash_whole: completed" in lines
+    bash = {s["attributes"].get("gen_ai.tool.call.id"): s for s in spans if s["name"] == "execute_tool Bash"}
+    assert bash["toolu_bash_cut"]["attributes"]["error.type"] == "otel_toolcalls.IncompleteToolCallError"
+    assert bash["toolu_bash_cut"]["links"] == [] and len(bash["toolu_bash_whole"]["links"]) == 1
     (refused,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_cut"]
     # The SDK's own MCP span (mcp 2.x, recording under a global provider) is the execution span:
     # refused, not linked; mcp itself marks it with the isError result it answered.
     assert refused["attributes"]["toolcall.outcome"] == "aborted" and refused["links"] == []
     assert refused["status"]["status_code"] == "ERROR"
+    # mcp's own span (from 0.2.140) records its reading of the refusal's isError result over the
+    # package's error.type (TELEMETRY section 6, Claude Agent SDK); the package's own keeps it.
+    mcp_own = refused["name"].startswith("tools/call ")
+    assert refused["attributes"]["error.type"] == (
+        "tool_error" if mcp_own else "otel_toolcalls.IncompleteToolCallError"
+    )
     (linked,) = [s for s in spans if s["attributes"].get("gen_ai.tool.call.id") == "toolu_whole"]
     assert len(linked["links"]) == 1

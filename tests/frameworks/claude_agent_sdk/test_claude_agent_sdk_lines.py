@@ -1,6 +1,6 @@
 """The claude_agent_sdk adapter's reading of the CLI's stdout lines, fed as the transport yields
 them (dicts), without the SDK or the CLI: threads, the lines that end a message, the transport's
-end, and a tools/call that settles a stopped call. The real CLI runs in test_claude_agent_sdk.py."""
+end, and the settling of a stopped call. The real CLI runs in test_claude_agent_sdk.py."""
 
 from __future__ import annotations
 
@@ -96,8 +96,14 @@ async def test_a_synthetic_stop_then_another_response_is_incomplete(instrument: 
     reading = adapter._reading(adapter._Reader(in_force()), _lines([*lines, other, *lines]))
     while await reading.__anext__() is not other:
         assert telemetry.tool_spans() == []  # still open: the synthetic stop alone says nothing
-    # Ended by that line, before the transport ends.
+    # Ended by that line, before the transport ends; the response too, as its call did.
     assert _outcome(telemetry) == ("aborted", "incomplete")
+    (chat,) = [s for s in telemetry.spans() if s.name == "chat"]
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("error",)
+    assert (chat.attributes["toolcall.outcome"], chat.attributes.get("toolcall.abort_reason")) == (
+        "aborted",
+        "incomplete",
+    )
     await reading.aclose()
 
 
@@ -138,16 +144,43 @@ async def test_the_transport_closed_mid_arguments(instrument: Any, telemetry: An
     assert inner.ag_frame is None
 
 
-@pytest.mark.parametrize(("ran", "outcome"), [(True, ("completed", None)), (False, ("aborted", "truncated"))])
-async def test_a_call_the_cli_runs_before_the_stop_reason_is_settled(
-    instrument: Any, telemetry: Any, ran: bool, outcome: Any
+@pytest.mark.parametrize(
+    ("arguments", "outcome"),
+    [(CALL.arguments, ("completed", None)), ('{"location": "Zü', ("aborted", "unterminated"))],
+)
+@pytest.mark.parametrize("executed", [True, False])
+async def test_a_stopped_block_is_settled_by_its_arguments_whatever_the_stop_reason(
+    instrument: Any, telemetry: Any, arguments: str, outcome: Any, executed: bool
 ) -> None:
-    lines = _events(None, [CALL], stop_reason="max_tokens")
+    # The CLI runs every tool block it has whole (its own tools and SDK MCP ones alike), also
+    # when max_tokens follows: one rule, whether or not a tools/call for it came before the reason.
+    call = A.ToolUse(name=CALL.name, id=CALL.id, arguments=arguments)
+    lines = _events(None, [call], stop_reason="max_tokens")
     stop = next(i for i, line in enumerate(lines) if line["event"]["type"] == "content_block_stop")
-    if ran:
+    if executed:
         lines.insert(stop + 1, _tools_call(CALL.id))
     await _read(lines)
     assert _outcome(telemetry) == outcome
+
+
+async def test_the_assistant_line_before_the_block_stop_settles_the_call(
+    instrument: Any, telemetry: Any
+) -> None:
+    # The CLI writes a response's assistant line (the block whole) before its content_block_stop,
+    # and runs the tool at once: its PreToolUse hook finds the call completed.
+    lines = _events(None, [CALL], stop_reason="max_tokens")
+    response = lines[0]["event"]["message"]["id"]
+    stop = next(i for i, line in enumerate(lines) if line["event"]["type"] == "content_block_stop")
+    block = {"type": "tool_use", "id": CALL.id, "name": CALL.name, "input": {"location": "Zürich"}}
+    assistant = {"type": "assistant", "message": {"id": response, "content": [block]}}
+    ordered = [*lines[:stop], assistant, *lines[stop:]]
+    reading = adapter._reading(adapter._Session(in_force()), _lines(ordered))
+    while await reading.__anext__() is not assistant:
+        pass
+    assert _outcome(telemetry) == ("completed", None)
+    async for _ in reading:
+        pass
+    assert _outcome(telemetry) == ("completed", None)
 
 
 class _nothing:
