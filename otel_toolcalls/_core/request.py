@@ -17,12 +17,14 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from . import process, replay
+from .clock import now_ns
 from .errors import guarded
+from .inference import RequestInfo
 from .owners import watch
 from .peers import peer_inference_span
 from .scoped import Scoped
 from .sink import Translator
-from .state import RequestInfo, StreamState, now_ns
+from .state import StreamState
 from .stream import bind, ended_by, install_exit_hook, wrap_async, wrap_sync
 from .telemetry import Telemetry
 

@@ -1,7 +1,7 @@
 """What a translator may do to a stream: the one interface between the adapters' chunk readers and
-the core, a Protocol that ``state.StreamState`` implements structurally. A translator types its
-stream as a ``Sink`` and needs nothing else of the core but its vocabulary (``names``, ``usage``,
-``calls.classify``)."""
+the core, a Protocol that ``blocks.Blocks`` (hence ``state.StreamState``) implements. A translator
+types its stream as a ``Sink`` and needs nothing else of the core but its vocabulary (``names``,
+``usage``, ``calls.classify``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from . import names as n
+from .calls import Opening
 
 
 class Sink(Protocol):
@@ -31,12 +32,24 @@ class Sink(Protocol):
         choice: int = 0,
         whole: bool = False,
         free_form: bool = False,
+        revocable: bool = False,
     ) -> None:
         """A tool-call block starts; ``whole``: it arrived whole, arguments parsed (Gemini parts);
         ``free_form``: its arguments are not a JSON object's text (OpenAI custom tool input, Gemini
-        partial_args values), so no cut can be seen in them. The name is cut to
-        ``names.MAX_NAME_LENGTH``; an empty call id is none. A new block on the key of an open one
-        ends that one by its own arguments: cut, ``unterminated``; else it ends with the rest."""
+        partial_args values), so no cut can be seen in them; ``revocable``: its server may take it
+        back after its block ended (``revocation``). The name is cut to ``names.MAX_NAME_LENGTH``;
+        an empty call id is none. A new block on the key of an open one ends that one by its own
+        arguments: cut, ``unterminated``; else it ends with the rest."""
+        # Written once, here: the implementation (blocks.Blocks) inherits it and takes the Opening.
+        self.start_block(
+            Opening(
+                key, name[: n.MAX_NAME_LENGTH], call_id or None, index, tool_type, choice, whole, free_form,
+                revocable,
+            )
+        )  # fmt: skip
+
+    def start_block(self, opening: Opening) -> None:
+        """A tool-call block starts, as ``block_started`` names it."""
         ...
 
     def fragment(self, key: Hashable, text: str | None) -> None: ...

@@ -17,7 +17,7 @@ import openai
 import pytest
 import sim_clock
 
-from otel_toolcalls._core import state as _core
+from otel_toolcalls._core import clock as _core
 from otel_toolcalls.testing.openai_chat import WEATHER, Event, events_for, script_for
 
 # 1 block start + the awkward fragments of WEATHER's arguments + the finish: well over 8 chunks.
@@ -158,13 +158,13 @@ def test_clock_reads_do_not_grow_with_chunks(
     instrument: Any, telemetry: Any, fake: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reads: list[int] = []
-    real = _core._time_ns
+    real = _core.time_ns
 
     def counting() -> int:
         reads.append(1)
         return real()
 
-    monkeypatch.setattr(_core, "_time_ns", counting)
+    monkeypatch.setattr(_core, "time_ns", counting)
     instrument(buffered_min_ttfc_ms=0)  # so that the Nth chunk always reads the clock
     client = _client(fake)
     counts = []

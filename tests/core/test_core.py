@@ -12,6 +12,7 @@ from opentelemetry.trace import StatusCode
 from otel_toolcalls._config import Settings
 from otel_toolcalls._core import names as n
 from otel_toolcalls._core import process
+from otel_toolcalls._core.blocks import Blocks
 from otel_toolcalls._core.calls import classify, error_type_of
 from otel_toolcalls._core.state import RequestInfo, StreamState
 from otel_toolcalls._core.telemetry import REGISTRY, Telemetry
@@ -315,3 +316,12 @@ def test_whole_call_has_no_size(telemetry, make):
     assert span.attributes[n.TOOLCALL_ARGUMENTS_DELTAS] == 0
     assert n.TOOLCALL_ARGUMENTS_SIZE not in span.attributes
     assert outcome(span) == ("completed", None)
+
+
+def test_the_per_chunk_calls_are_the_block_machines_own() -> None:
+    # StreamState composes the block machine by being one: a wrapper here would add a Python call
+    # to every fragment a translator hands over.
+    per_chunk = ("fragment", "fragment_size", "is_open", "call_id_of", "follow_strings", "arguments_closed")
+    assert {name: getattr(StreamState, name) is getattr(Blocks, name) for name in per_chunk} == dict.fromkeys(
+        per_chunk, True
+    )

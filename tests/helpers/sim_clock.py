@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from otel_toolcalls._core import state
+from otel_toolcalls._core import clock as core_clock
 
 
 class SimulatedClock:
-    """Stands in for ``state._time_ns``, the one clock the core reads (a request's start included)."""
+    """Stands in for ``clock.time_ns``, the one clock the core reads (a request's start included)."""
 
     def __init__(self) -> None:
         self.now = time.time_ns()  # a plausible epoch for the spans' times
@@ -25,5 +25,5 @@ class SimulatedClock:
 
 def install(monkeypatch: pytest.MonkeyPatch) -> SimulatedClock:
     clock = SimulatedClock()
-    monkeypatch.setattr(state, "_time_ns", clock)
+    monkeypatch.setattr(core_clock, "time_ns", clock)
     return clock
