@@ -174,7 +174,7 @@ async def test_the_assistant_line_before_the_block_stop_settles_the_call(
     block = {"type": "tool_use", "id": CALL.id, "name": CALL.name, "input": {"location": "Zürich"}}
     assistant = {"type": "assistant", "message": {"id": response, "content": [block]}}
     ordered = [*lines[:stop], assistant, *lines[stop:]]
-    reading = adapter._reading(adapter._Session(in_force()), _lines(ordered))
+    reading = adapter._reading(adapter._Reader(in_force()), _lines(ordered))
     while await reading.__anext__() is not assistant:
         pass
     assert _outcome(telemetry) == ("completed", None)
