@@ -424,9 +424,16 @@ def test_agents_route_spans_by_trace_id_to_the_gateways() -> None:
 
 def test_gateway_and_single_collector_sample_and_count_alike() -> None:
     single, gateway = load("otelcol.yaml"), load("gateway.yaml")
-    assert single["processors"]["tail_sampling"] == gateway["processors"]["tail_sampling"]
+    # The gateway runs the repo's build (contrib v0.161.0): otelcol.yaml runs on Jaeger 2.12
+    # (v0.139), which knows neither the shutdown setting nor needs the gateway's metrics reader.
+    tail = dict(gateway["processors"]["tail_sampling"])
+    assert tail.pop("drop_pending_traces_on_shutdown") is False
+    assert single["processors"]["tail_sampling"] == tail
     assert single["connectors"] == gateway["connectors"]
-    assert single["service"] == gateway["service"]
+    service = dict(gateway["service"])
+    (reader,) = service.pop("telemetry")["metrics"]["readers"]
+    assert reader["pull"]["exporter"]["prometheus"]["without_type_suffix"] is False
+    assert single["service"] == service
 
 
 # --------------------------------------------------------------------------- scalar types
@@ -474,6 +481,8 @@ _PROMETHEUS = f"{_CONTRIB} exporter/prometheusexporter/config.go Config"
 _RESOURCE = f"{_CONTRIB} pkg/resourcetotelemetry/resource_to_telemetry.go Settings.Enabled"
 _PIPELINES = f"{_CORE} service/pipelines/config.go PipelineConfig, component/identifiable.go ID"
 _TAIL_POLICY = "processors.tail_sampling.policies[]"
+_READER = "service.telemetry.metrics.readers[].pull.exporter.prometheus"
+_OTELCONF = "opentelemetry-go-contrib otelconf/v0.3.0/generated_config.go"
 
 # key path -> (Go type of its field, where the field is declared)
 SCALAR_TYPES: dict[str, tuple[str, str]] = {
@@ -491,6 +500,11 @@ SCALAR_TYPES: dict[str, tuple[str, str]] = {
         f"{_TAIL} Config.ExpectedNewTracesPerSec",
     ),
     "processors.tail_sampling.decision_cache.sampled_cache_size": ("int", f"{_TAIL} DecisionCacheConfig"),
+    # Since contrib v0.141.0 (read at v0.161.0, the gateways' build).
+    "processors.tail_sampling.drop_pending_traces_on_shutdown": (
+        "bool",
+        f"{_TAIL} Config.DropPendingTracesOnShutdown",
+    ),
     f"{_TAIL_POLICY}.name": ("string", f"{_TAIL} sharedPolicyCfg.Name"),
     f"{_TAIL_POLICY}.type": ("PolicyType", f"{_TAIL} sharedPolicyCfg.Type (type PolicyType string)"),
     f"{_TAIL_POLICY}.string_attribute.key": ("string", f"{_TAIL} StringAttributeCfg.Key"),
@@ -587,6 +601,11 @@ SCALAR_TYPES: dict[str, tuple[str, str]] = {
     "service.pipelines.*.receivers": ("[]component.ID", _PIPELINES),
     "service.pipelines.*.processors": ("[]component.ID", _PIPELINES),
     "service.pipelines.*.exporters": ("[]component.ID", _PIPELINES),
+    # The Collector's own metrics reader: go.opentelemetry.io/contrib/otelconf v0.25.0 (the core's
+    # at v0.161.0), v0.3.0/generated_config.go Prometheus.
+    f"{_READER}.host": ("string", f"{_OTELCONF} Prometheus.Host"),
+    f"{_READER}.port": ("int", f"{_OTELCONF} Prometheus.Port"),
+    f"{_READER}.without_type_suffix": ("bool", f"{_OTELCONF} Prometheus.WithoutTypeSuffix"),
 }
 
 COMPONENT_SECTIONS = {"receivers", "processors", "exporters", "connectors", "extensions"}
