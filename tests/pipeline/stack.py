@@ -87,12 +87,14 @@ def port_open(port: int) -> bool:
 
 
 def telemetry_reader(port: int) -> dict[str, Any]:
-    """The Collector's own metrics on 127.0.0.1 (its default is port 8888 for every process)."""
+    """The Collector's own metrics on 127.0.0.1 (its default is port 8888 for every process), named
+    as the repo's configs name them (`without_type_suffix: false`: the rules read `..._total`)."""
+    prometheus = {"host": "127.0.0.1", "port": port, "without_type_suffix": False}
     return {
         "logs": {"level": "warn"},
         "metrics": {
             "level": "detailed",
-            "readers": [{"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": port}}}}],
+            "readers": [{"pull": {"exporter": {"prometheus": prometheus}}}],
         },
     }
 
