@@ -213,10 +213,11 @@ bench-providers: $(VENV)/.stamp-test
 clean:
 	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .peer-suites .newest .pytest_cache .mypy_cache .ruff_cache
 
-# ---- The pipeline users run (issue 30): Jaeger v2 and the agent tier's Collector, built from their
+# ---- The pipeline users run (issue 30): Jaeger v2 and the repo's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its
 # module's go.mod/go.sum (a pinned version) or main.go changes. Jaeger v1.75.0 is Jaeger v2.12.0;
-# the agent (collector-config/go/agent) is at Collector v0.140.1 (main.go says why not v0.139.0).
+# the Collector (collector-config/go/agent, contrib v0.161.0) runs both the agents and the
+# gateways: its tail sampler decides a stopping gateway's pending traces (main.go says why).
 PIPELINE := .pipeline
 PIPELINE_BIN := $(PIPELINE)/bin
 GO ?= go

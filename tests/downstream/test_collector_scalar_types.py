@@ -100,6 +100,8 @@ _PIPELINES = f"{_CORE} service/pipelines/config.go PipelineConfig, component/ide
 
 
 _TAIL_POLICY = "processors.tail_sampling.policies[]"
+_READER = "service.telemetry.metrics.readers[].pull.exporter.prometheus"
+_OTELCONF = "opentelemetry-go-contrib otelconf/v0.3.0/generated_config.go"
 
 
 # key path -> (Go type of its field, where the field is declared)
@@ -118,6 +120,11 @@ SCALAR_TYPES: dict[str, tuple[str, str]] = {
         f"{_TAIL} Config.ExpectedNewTracesPerSec",
     ),
     "processors.tail_sampling.decision_cache.sampled_cache_size": ("int", f"{_TAIL} DecisionCacheConfig"),
+    # Since contrib v0.141.0 (read at v0.161.0, the gateways' build).
+    "processors.tail_sampling.drop_pending_traces_on_shutdown": (
+        "bool",
+        f"{_TAIL} Config.DropPendingTracesOnShutdown",
+    ),
     f"{_TAIL_POLICY}.name": ("string", f"{_TAIL} sharedPolicyCfg.Name"),
     f"{_TAIL_POLICY}.type": ("PolicyType", f"{_TAIL} sharedPolicyCfg.Type (type PolicyType string)"),
     f"{_TAIL_POLICY}.string_attribute.key": ("string", f"{_TAIL} StringAttributeCfg.Key"),
@@ -214,6 +221,11 @@ SCALAR_TYPES: dict[str, tuple[str, str]] = {
     "service.pipelines.*.receivers": ("[]component.ID", _PIPELINES),
     "service.pipelines.*.processors": ("[]component.ID", _PIPELINES),
     "service.pipelines.*.exporters": ("[]component.ID", _PIPELINES),
+    # The Collector's own metrics reader: go.opentelemetry.io/contrib/otelconf v0.25.0 (the core's
+    # at v0.161.0), v0.3.0/generated_config.go Prometheus.
+    f"{_READER}.host": ("string", f"{_OTELCONF} Prometheus.Host"),
+    f"{_READER}.port": ("int", f"{_OTELCONF} Prometheus.Port"),
+    f"{_READER}.without_type_suffix": ("bool", f"{_OTELCONF} Prometheus.WithoutTypeSuffix"),
 }
 
 

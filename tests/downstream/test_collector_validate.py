@@ -1,8 +1,8 @@
 """Every Collector config in collector-config/ loads in the binary that runs it (`validate`).
 
 The binaries are built from their Go modules by `make pipeline-bins` (.pipeline/bin): Jaeger v2.12.0
-(Collector v0.139.0) runs otelcol.yaml, gateway.yaml and jaeger.yaml; the agent Collector built
-here (collector-config/go/agent, Collector v0.140.1) runs agent.yaml. The tests skip only when the
+(Collector v0.139.0) runs otelcol.yaml and jaeger.yaml; the Collector built here
+(collector-config/go/agent, contrib v0.161.0) runs agent.yaml and gateway.yaml. The tests skip only when the
 binaries are not built, and fail instead under `make test`, which builds them first. tempo.yaml is
 Grafana Tempo's (AGPL, not run here): tests/downstream/test_collector_scalar_types.py checks it by type only.
 """
@@ -20,7 +20,7 @@ CC = ROOT / "collector-config"
 BIN = ROOT / ".pipeline" / "bin"
 RUNS_IN = {
     "otelcol.yaml": "jaeger",
-    "gateway.yaml": "jaeger",
+    "gateway.yaml": "otelcol-agent",
     "jaeger.yaml": "jaeger",
     "agent.yaml": "otelcol-agent",
 }
@@ -57,8 +57,8 @@ def test_config_loads_in_the_binary_that_runs_it(name: str, bin_name: str) -> No
 
 def test_validate_refuses_a_type_name_the_release_does_not_know(tmp_path: Path) -> None:
     # The newer exporter name (Collector v0.144+) on Jaeger v2.12 (v0.139): what the configs avoid.
-    text = (CC / "gateway.yaml").read_text().replace("otlp/jaeger", "otlp_grpc/jaeger")
-    config = tmp_path / "gateway.yaml"
+    text = (CC / "otelcol.yaml").read_text().replace("otlp/jaeger", "otlp_grpc/jaeger")
+    config = tmp_path / "otelcol.yaml"
     config.write_text(text)
     result = validate("jaeger", config)
     assert result.returncode != 0

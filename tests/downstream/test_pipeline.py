@@ -1,6 +1,6 @@
 """The pipeline users run, end to end, as real processes on 127.0.0.1 (tests/pipeline/stack.py):
 two apps under ``opentelemetry-instrument`` -> two agents (loadbalancing by trace id, sending
-queue on disk) -> two gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger
+queue on disk) -> two gateways (the agents' Collector build: tail sampling, span metrics) -> Jaeger
 (Badger storage); Prometheus scraping the gateways' exporter and every Collector's own metrics
 with the repo's rules, Alertmanager paging a webhook here.
 
@@ -11,8 +11,8 @@ toolcall.calls count the same calls. From the webhook: the aborted-rate alert of
 Then, phase by phase, every span the apps ended is accounted for (each tier's own counters, read
 per process lifetime, and what Jaeger stores): Jaeger restarted with turns sent while it is down
 (lost: 0); a gateway killed for 5 s mid-run (the page stays firing; lost: only the traces it had
-not yet decided on); Jaeger down past what the gateways' queue holds (the drop is counted and
-OtelcolPipelineDroppingSpans pages).
+not yet decided on); a gateway restarted (SIGTERM) mid-run (lost: no aborted call); Jaeger down
+past what the gateways' queue holds (the drop is counted and OtelcolPipelineDroppingSpans pages).
 
 Skips only when the binaries are not built or Debian's prometheus / alertmanager are missing, and
 fails instead under `make test`, which builds and installs them first (pipeline-bins, promtool,
@@ -35,7 +35,7 @@ from typing import Any
 
 import markers
 import pytest
-from pipeline.stack import ROOT, SERVICE, Stack, attrs, missing_tools, running
+from pipeline.stack import BIN, ROOT, SERVICE, Stack, attrs, missing_tools, running
 
 from otel_toolcalls._core import names as n
 
@@ -203,7 +203,9 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if missing:
         markers.missing(str(missing), "make pipeline-bins promtool alertmanager")
     workdir = tmp_path_factory.mktemp("pipeline")
-    with running(workdir, gateway_queue_spans=GATEWAY_QUEUE_SPANS) as stack:
+    # The gateways run the agents' build: it decides a stopping gateway's pending traces.
+    gateway_bin = BIN / "otelcol-agent"
+    with running(workdir, gateway_queue_spans=GATEWAY_QUEUE_SPANS, gateway_bin=gateway_bin) as stack:
         start_ns = time.time_ns() - 5_000_000_000
         first = run_apps(stack)
         yield stack, first, start_ns
@@ -439,6 +441,36 @@ def gateway_down_for_prometheus(stack: Stack, i: int) -> bool:
     return any(r["value"][1] == "0" for r in stack.prom(f'up{{instance="{instance}"}}'))
 
 
+def delivered_after_restart(stack: Stack, run: Run, start_ns: int) -> dict[str, list[dict[str, Any]]]:
+    """What Jaeger holds once every span of run is through: the agents handed on all they held for
+    the gateway; the gateways, as they run now, hold no undecided trace and no kept span unsent;
+    Jaeger stored what it accepted. A stopped process's last counts are not seen, so its lifetime
+    is left out of the gateways' two."""
+    state: dict[str, Any] = {}
+
+    def delivered() -> dict[str, list[dict[str, Any]]]:
+        c = ledger(stack, run, start_ns)
+        state.update(c)
+        state.update(
+            traces_in=now(stack, GW_TRACES_IN),
+            traces_decided=now(stack, GW_TRACES_DECIDED),
+            sampled_now=now(stack, LEDGER["gateways_sampled"]),
+            sent_now=now(stack, LEDGER["gateways_sent"]),
+        )
+        done = (
+            c["apps_ended"] == c["agents_accepted"] == c["agents_sent"]
+            and state["traces_in"] == state["traces_decided"] > 0
+            and state["sampled_now"] == state["sent_now"] > 0
+            and c["jaeger_accepted"] == c["stored"]
+        )
+        return stored(stack, start_ns) if done else {}
+
+    try:
+        return poll("the gateway restart's spans delivered and stored", delivered)
+    except AssertionError as exc:
+        raise AssertionError(f"never delivered: {state}") from exc
+
+
 def test_a_gateway_restart_keeps_paging_and_loses_only_its_undecided_traces(pipeline: Any) -> None:
     stack, _, start_ns = pipeline
     gateway = stack.procs["gateway-1"]
@@ -462,33 +494,7 @@ def test_a_gateway_restart_keeps_paging_and_loses_only_its_undecided_traces(pipe
     run = finish_apps(apps, turns, began_s)
     calls = calls_by_trace(run.rows)
     aborted = aborted_traces(calls)
-
-    state: dict[str, Any] = {}
-
-    def delivered() -> dict[str, list[dict[str, Any]]]:
-        # The agents handed on all they held for the gateway; the gateways, as they run now, hold
-        # no undecided trace and no kept span unsent; Jaeger stored what it accepted. The killed
-        # process's last counts are not seen, so its lifetime is left out of the last two.
-        c = ledger(stack, run, start_ns)
-        state.update(c)
-        state.update(
-            traces_in=now(stack, GW_TRACES_IN),
-            traces_decided=now(stack, GW_TRACES_DECIDED),
-            sampled_now=now(stack, LEDGER["gateways_sampled"]),
-            sent_now=now(stack, LEDGER["gateways_sent"]),
-        )
-        done = (
-            c["apps_ended"] == c["agents_accepted"] == c["agents_sent"]
-            and state["traces_in"] == state["traces_decided"] > 0
-            and state["sampled_now"] == state["sent_now"] > 0
-            and c["jaeger_accepted"] == c["stored"]
-        )
-        return stored(stack, start_ns) if done else {}
-
-    try:
-        traces = poll("the gateway restart's spans delivered and stored", delivered)
-    except AssertionError as exc:
-        raise AssertionError(f"never delivered: {state}") from exc
+    traces = delivered_after_restart(stack, run, start_ns)
     lost = {t for t in aborted if not whole(traces.get(t, []), calls[t])}
     # Which: traces the killed gateway had received and not yet decided on. Tail sampling holds
     # a trace for decision_wait after its first span (decided on the next 1 s tick), then exports
@@ -500,6 +506,39 @@ def test_a_gateway_restart_keeps_paging_and_loses_only_its_undecided_traces(pipe
     print(f"\ngateway restart: {len(lost)} of {len(aborted)} aborted-call traces lost, ended {ended} s ago")
     assert all(age <= window_s for age in ended), f"lost traces that had ended {ended} s before the kill"
     assert began_after == []
+    assert firing(stack, "ToolCallsAbortedRateHigh", "toolcall_metrics")
+
+
+def aborted_spans_stored(traces: dict[str, list[dict[str, Any]]]) -> set[str]:
+    tool_calls = (s for spans in traces.values() for s in spans if s["name"].startswith("tool_call "))
+    return {a[n.TOOLCALL_CALL_ID] for a in map(attrs, tool_calls) if a[n.TOOLCALL_OUTCOME] == n.ABORTED}
+
+
+def test_a_gateway_graceful_restart_loses_no_aborted_call(pipeline: Any) -> None:
+    stack, _, start_ns = pipeline
+    gateway = stack.procs["gateway-1"]
+    began_s = time.time()
+    turns = 2 * TURNS
+    apps = start_apps(stack, turns, ("app-term-0", "app-term-1"))
+    poll(
+        "two thirds of the run's spans at the agents",
+        lambda: stack.counted(LEDGER["agents_accepted"], began_s, time.time()) >= turns * 2 * 6 * 2 / 3,
+    )
+    gateway.restart(signal.SIGTERM)  # as a deployment's rolling restart does
+    run = finish_apps(apps, turns, began_s)
+    calls = calls_by_trace(run.rows)
+    aborted = aborted_traces(calls)
+    traces = delivered_after_restart(stack, run, start_ns)
+    # The stopping gateway decides every trace it holds (drop_pending_traces_on_shutdown: false)
+    # after its receiver has closed; what it refused the agents send again to the new process.
+    # Whichever process holds an aborted call's span keeps it (keep-aborted-tool-calls), so no
+    # aborted call is lost. A trace whose spans reached both processes is decided twice on
+    # partial data: its other half may be sampled out, so it may not arrive whole.
+    aborted_calls = {r["call_id"] for r in run.rows if r["outcome"] == n.ABORTED}
+    missing = aborted_calls - aborted_spans_stored(traces)
+    split = {t for t in aborted if not whole(traces.get(t, []), calls[t])}
+    print(f"\ngateway graceful restart: {len(split)} of {len(aborted)} aborted-call traces not whole")
+    assert missing == set(), f"{len(missing)} of {len(aborted_calls)} aborted calls lost across the restart"
     assert firing(stack, "ToolCallsAbortedRateHigh", "toolcall_metrics")
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.stack import Stack, attrs, wait_for
+from pipeline.stack import BIN, Stack, attrs, wait_for
 
 COUNTERS = {
     "accepted": "otelcol_receiver_accepted_spans_total",
@@ -54,7 +54,12 @@ Reading = dict[str, float]
 
 def read(stack: Stack, name: str) -> Reading:
     port = metrics_port(stack, name)
-    reading = {key: stack.collector_metric(port, metric) for key, metric in COUNTERS.items()}
+    # The gateways' build (Collector v0.161) writes its counters without `_total` in the text
+    # format, Jaeger's (v0.139) with it; Prometheus, reading OpenMetrics, sees `_total` on both.
+    reading = {
+        key: sum(stack.collector_metric(port, name) for name in (metric, metric.removesuffix("_total")))
+        for key, metric in COUNTERS.items()
+    }
     reading["cpu"] = stack.procs[name].cpu_seconds()
     return reading
 
@@ -237,7 +242,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="turns a second per app (two apps)")
     parser.add_argument("--decision-wait", default="5s")
     parser.add_argument("--agent-queue", choices=("file", "memory"), default="file")
-    parser.add_argument("--gateway-bin", type=Path, help="another Collector build for the gateways")
+    parser.add_argument("--gateway-bin", type=Path, default=BIN / "otelcol-agent", help="the gateways' build")
     parser.add_argument("--only", default="", help="run the phases whose name contains this (and steady)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pipeline-load-") as tmp:
@@ -246,7 +251,7 @@ def main() -> int:
             decision_wait=args.decision_wait,
             monitoring=False,
             agent_queue=args.agent_queue,
-            **({"gateway_bin": args.gateway_bin} if args.gateway_bin else {}),
+            gateway_bin=args.gateway_bin,
         )
         try:
             stack.start()

@@ -1,6 +1,6 @@
 """The pipeline users run, as real processes on 127.0.0.1: apps -> two agents (the Collector built
 from collector-config/go/agent, loadbalancing by trace id, sending queue on disk in the temporary
-folder) -> two gateways (Jaeger v2's binary: tail sampling, span metrics) -> Jaeger (its Badger
+folder) -> two gateways (the same build: tail sampling, span metrics) -> Jaeger (its Badger
 store in the temporary folder, kept across a restart); Debian's prometheus scraping the gateways'
 exporter and every Collector's own metrics with the repo's rules loaded (the package's and the
 pipeline's), Debian's prometheus-alertmanager paging a webhook in this process.
@@ -87,12 +87,14 @@ def port_open(port: int) -> bool:
 
 
 def telemetry_reader(port: int) -> dict[str, Any]:
-    """The Collector's own metrics on 127.0.0.1 (its default is port 8888 for every process)."""
+    """The Collector's own metrics on 127.0.0.1 (its default is port 8888 for every process), named
+    as the repo's configs name them (`without_type_suffix: false`: the rules read `..._total`)."""
+    prometheus = {"host": "127.0.0.1", "port": port, "without_type_suffix": False}
     return {
         "logs": {"level": "warn"},
         "metrics": {
             "level": "detailed",
-            "readers": [{"pull": {"exporter": {"prometheus": {"host": "127.0.0.1", "port": port}}}}],
+            "readers": [{"pull": {"exporter": {"prometheus": prometheus}}}],
         },
     }
 
@@ -273,7 +275,7 @@ class Stack:
         monitoring: bool = True,
         agent_queue: str = "file",
         gateway_queue_spans: int | None = None,
-        gateway_bin: Path = BIN / "jaeger",
+        gateway_bin: Path = BIN / "otelcol-agent",
     ) -> None:
         self.dir = workdir
         self.ports = Ports()

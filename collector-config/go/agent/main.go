@@ -1,22 +1,32 @@
-// The agent tier's Collector (collector-config/agent.yaml): OTLP in, memory_limiter and batch,
-// spans out through contrib's loadbalancing exporter (routing by trace id), metrics out through
-// OTLP; the file_storage extension keeps the exporters' sending queues on disk across a restart. Jaeger's own binary, which serves as the gateway, has no loadbalancing exporter.
-// Every module is at one Collector release: core v0.140.0, stable modules v1.46.0, contrib
-// v0.140.1. Not v0.139.0, Jaeger v1.75.0's: its loadbalancing exporter hands its own component id
-// to the OTLP factory, which refuses it, so no gateway exporter is ever created and every span is
-// rejected (contrib issue 43950, fixed in v0.140.1). Both releases name the exporters `otlp` and
-// `loadbalancing`.
+// The repo's Collector, for both tiers of the pipeline. The agents (collector-config/agent.yaml):
+// OTLP in, memory_limiter and batch, spans out through contrib's loadbalancing exporter (routing
+// by trace id), metrics out through OTLP; the file_storage extension keeps the exporters' sending
+// queues on disk across a restart. The gateways (collector-config/gateway.yaml): tail_sampling,
+// the spanmetrics connector, the prometheus exporter, attributes (the pipeline test's stamp).
+// Jaeger v2.12's own binary (Collector v0.139) served as the gateway before; its tail sampler
+// drops the traces it holds undecided when it stops, even on SIGTERM. From contrib v0.141.0 it
+// decides them (drop_pending_traces_on_shutdown: false, the default).
+// Every module is at one Collector release: core v0.161.0, stable modules v1.67.0, contrib
+// v0.161.0, the release at which the module proxy serves the tail sampler with its neighbours.
+// Not v0.139.0: its loadbalancing exporter hands its own component id to the OTLP factory, which
+// refuses it (contrib issue 43950, fixed in v0.140.1). The old type names (`otlp`,
+// `spanmetrics`) are aliases of `otlp_grpc` and `span_metrics` here.
 package main
 
 import (
 	"log"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/connector/spanmetricsconnector"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/attributesprocessor"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/processor/tailsamplingprocessor"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/debugexporter"
 	"go.opentelemetry.io/collector/exporter/otlpexporter"
@@ -47,6 +57,13 @@ func components() (otelcol.Factories, error) {
 	if factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
 		memorylimiterprocessor.NewFactory(),
 		batchprocessor.NewFactory(),
+		tailsamplingprocessor.NewFactory(),
+		attributesprocessor.NewFactory(),
+	); err != nil {
+		return factories, err
+	}
+	if factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
+		spanmetricsconnector.NewFactory(),
 	); err != nil {
 		return factories, err
 	}
@@ -54,6 +71,7 @@ func components() (otelcol.Factories, error) {
 		loadbalancingexporter.NewFactory(),
 		otlpexporter.NewFactory(),
 		debugexporter.NewFactory(),
+		prometheusexporter.NewFactory(),
 	)
 	return factories, err
 }
@@ -61,9 +79,9 @@ func components() (otelcol.Factories, error) {
 func main() {
 	settings := otelcol.CollectorSettings{
 		BuildInfo: component.BuildInfo{
-			Command:     "otelcol-toolcalls-agent",
-			Description: "otel_toolcalls agent-tier Collector (otlp, memory_limiter, batch, loadbalancing, file_storage)",
-			Version:     "0.140.1",
+			Command:     "otelcol-toolcalls",
+			Description: "otel_toolcalls pipeline Collector (agents: loadbalancing, file_storage; gateways: tail_sampling, spanmetrics, prometheus)",
+			Version:     "0.161.0",
 		},
 		Factories: components,
 		ConfigProviderSettings: otelcol.ConfigProviderSettings{
