@@ -21,6 +21,8 @@ ADAPTERS: dict[str, str] = {
     "aiobotocore": f"{_P}.bedrock.aiobotocore",
     "anthropic": f"{_P}.anthropic",
     "bedrock": f"{_P}.bedrock.adapter",
+    # Nova Sonic on the smithy-based SDK's bidirectional stream (aws-sdk-bedrock-runtime).
+    "bedrock_bidi": f"{_P}.bedrock.bidi",
     "cohere": f"{_P}.cohere",
     "gemini": f"{_P}.gemini.adapter",
     "gemini_live": f"{_P}.gemini.live",
