@@ -58,6 +58,8 @@ ADAPTERS: dict[str, str] = {
     "pydantic_ai": f"{_F}.pydantic_ai",
     "smolagents": f"{_F}.smolagents",
     "strands": f"{_F}.strands",
+    # Strands' BidiAgent (live models): its loop's tool runs.
+    "strands_bidi": f"{_F}.strands_bidi",
 }
 
 

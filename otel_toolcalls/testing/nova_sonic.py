@@ -60,11 +60,14 @@ def tool_block(
 
 
 def spoken(content_id: str, text: str) -> Reply:
-    """An assistant text content ending its turn."""
+    """An assistant answer: its text, then its audio content ending the turn (``END_TURN``)."""
+    audio = f"{content_id}_audio"
     return [
         content_start(content_id),
         text_output(content_id, text),
-        content_end(content_id, "TEXT", "END_TURN"),
+        content_end(content_id, "TEXT", "PARTIAL_TURN"),
+        content_start(audio, "AUDIO"),
+        content_end(audio, "AUDIO", "END_TURN"),
     ]
 
 
@@ -238,13 +241,19 @@ class _Connection(asyncio.Protocol):
         self._flush()
 
 
-def crt_transport(ca_pem: bytes) -> Any:
-    """The SDK's own CRT HTTP client, trusting the fake's certificate as it trusts AWS's."""
+def trust(client: Any, ca_pem: bytes) -> Any:
+    """The SDK's own CRT HTTP client (``AWSCRTHTTPClient``), made to trust the fake's certificate
+    as it trusts AWS's; returned."""
     from awscrt import io as crt_io
-    from smithy_http.aio.crt import AWSCRTHTTPClient
 
-    client = AWSCRTHTTPClient()
     options = crt_io.TlsContextOptions()
     options.override_default_trust_store(ca_pem)
     client._tls_ctx = crt_io.ClientTlsContext(options)
     return client
+
+
+def crt_transport(ca_pem: bytes) -> Any:
+    """A new CRT HTTP client of the SDK's, trusting the fake's certificate."""
+    from smithy_http.aio.crt import AWSCRTHTTPClient
+
+    return trust(AWSCRTHTTPClient(), ca_pem)

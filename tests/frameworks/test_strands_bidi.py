@@ -1,0 +1,143 @@
+"""Strands' BidiAgent with Nova Sonic (``BedrockNovaSonicModel``) against the fake Nova Sonic
+service (TLS, HTTP/2, event-stream frames through the SDK's own CRT client): the agent starts a
+tool at its ``toolUse`` event, before the block's ``contentEnd``; its execution waits for the block
+to settle, is linked to a completed call, and in strict mode a call the connection cut or the
+user interrupted (barge-in) is refused before its body. Python 3.12+: the ``bidi`` lane."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import boto3
+import pytest
+from outcomes import assert_outcome
+from strands import tool
+from strands.bidi import BidiAgent
+from strands.bidi.models import bedrock as strands_bedrock
+from strands.bidi.models.bedrock import BedrockNovaSonicModel
+
+from otel_toolcalls import tool_call_outcome
+from otel_toolcalls.testing import nova_sonic as nova
+
+MODEL = "amazon.nova-sonic-v1:0"
+REGION = "us-east-1"
+ARGS = {"city": "Zürich"}
+ran: list[dict[str, Any]] = []
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    ran.append({"city": city})
+    return f"Sunny in {city}."
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> None:
+    ran.clear()
+
+
+def _pointed(monkeypatch: pytest.MonkeyPatch, fake: nova.NovaSonicServer) -> None:
+    """The model builds its config for AWS's endpoint: resolved against the fake instead, with the
+    fake's certificate trusted by the model's own CRT client."""
+    config = strands_bedrock.AsyncBedrockRuntimeConfig
+
+    class Pointed(config):  # type: ignore[misc,valid-type]
+        @classmethod
+        async def resolve(cls, **overrides: Any) -> Any:
+            overrides["endpoint_uri"] = fake.endpoint
+            nova.trust(overrides["transport"], fake.ca_pem)
+            return await config.resolve(**overrides)
+
+    monkeypatch.setattr(strands_bedrock, "AsyncBedrockRuntimeConfig", Pointed)
+
+
+async def _conversation(until: str, stop: bool) -> list[str]:
+    """Starts the agent, says one thing, reads its events till one whose type is ``until`` (or
+    the session's end); the event types read. ``stop``: the agent is stopped (after a dropped
+    connection Strands' ``stop()`` never returns, bare as well: left to ``asyncio.run``'s end)."""
+    session = boto3.Session(
+        aws_access_key_id="AKIDFAKE", aws_secret_access_key="fake", region_name="us-east-1"
+    )
+    agent = BidiAgent(model=BedrockNovaSonicModel(model_id=MODEL, boto_session=session), tools=[get_weather])
+    seen: list[str] = []
+    await agent.start()
+    try:
+        await agent.send("Weather in Zürich?")
+        async for event in agent.receive():
+            seen.append(type(event).__name__)
+            if seen[-1] == until:
+                break
+    except Exception as exc:
+        seen.append(f"raised {type(exc).__name__}")
+    if stop:
+        await agent.stop()
+    return seen
+
+
+def _run(
+    monkeypatch: pytest.MonkeyPatch, replies: list[nova.Reply], until: str, stop: bool = True
+) -> tuple[list[str], Any]:
+    with nova.NovaSonicServer(replies) as fake:
+        _pointed(monkeypatch, fake)
+        # A hang guard only: every scenario ends on its own events.
+        seen = asyncio.run(asyncio.wait_for(_conversation(until, stop), 60))
+    return seen, fake
+
+
+def _executions(telemetry: Any) -> list[Any]:
+    return [s for s in telemetry.spans() if s.name.startswith("execute_tool")]
+
+
+def _tool_results(fake: Any) -> list[dict[str, Any]]:
+    return [e["toolResult"] for x in fake.exchanges for e in x.events if "toolResult" in e]
+
+
+def test_completed_call_runs_linked(telemetry: Any, instrument: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    call = nova.tool_block("c_tool", "get_weather", "tu_1", ARGS)
+    seen, fake = _run(monkeypatch, [call, nova.spoken("c_say", "Sunny.")], "BidiResponseStopEvent")
+    assert "BidiToolUseBlocksEvent" in seen and ran == [ARGS]
+    span = telemetry.one("tool_call get_weather")
+    assert_outcome(span, None)
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    assert [link.context.span_id for link in execution.links] == [span.context.span_id]
+    assert len(_tool_results(fake)) == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (nova.tool_block("c_tool", "get_weather", "tu_1", ARGS, stop_reason="INTERRUPTED"), "cancelled"),
+        ([*nova.tool_block("c_tool", "get_weather", "tu_1", ARGS)[:2], nova.DROP], "incomplete"),
+    ],
+    ids=["barge-in", "dropped-between-events"],
+)
+def test_strict_refuses_the_unsettled_call(
+    telemetry: Any, instrument: Any, monkeypatch: pytest.MonkeyPatch, reply: nova.Reply, reason: str
+) -> None:
+    instrument(strict=True)
+    replies = [reply, nova.spoken("c_say", "Okay.")]
+    seen, fake = _run(monkeypatch, replies, "ToolResultMessageEvent", stop=nova.DROP not in reply)
+    assert "BidiToolUseBlocksEvent" in seen and "ToolResultMessageEvent" in seen
+    assert ran == []
+    assert_outcome(telemetry.one("tool_call get_weather"), reason)
+    assert tool_call_outcome("tu_1") == "aborted"
+    if nova.DROP not in reply:  # the refusal went to the model as the tool's error
+        (result,) = _tool_results(fake)
+        assert "IncompleteToolCallError" in result["content"] or "refusing" in result["content"]
+    for execution in _executions(telemetry):
+        assert execution.links == ()
+        assert execution.attributes["error.type"] == "otel_toolcalls.IncompleteToolCallError"
+
+
+def test_without_strict_the_interrupted_call_runs_unlinked(
+    telemetry: Any, instrument: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    interrupted = nova.tool_block("c_tool", "get_weather", "tu_1", ARGS, stop_reason="INTERRUPTED")
+    _, fake = _run(monkeypatch, [interrupted, nova.spoken("c_say", "Okay.")], "ToolResultMessageEvent")
+    assert ran == [ARGS] and len(_tool_results(fake)) == 1  # Strands runs it and answers it
+    (execution,) = _executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "aborted"
+    assert execution.links == ()
