@@ -52,6 +52,9 @@ class Env:
     fixed: tuple[str, ...] = ()
     # Another environment whose lock this one's pins must agree with (it installs into the same venv).
     within: str = ""
+    # The Python version the environment runs on, where it is not the main venv's (the bidi lane's
+    # SDKs need 3.12): resolved for it, and part of the fingerprint.
+    python: str = ""
 
     @property
     def lock(self) -> Path:
@@ -59,7 +62,7 @@ class Env:
 
     def fingerprint(self, inputs: Sequence[str] | None = None) -> str:
         known = list(self.fixed) if self.fixed else list(inputs if inputs is not None else self.inputs())
-        return hashlib.sha256(json.dumps([PYTHON, known]).encode()).hexdigest()
+        return hashlib.sha256(json.dumps([self.python or PYTHON, known]).encode()).hexdigest()
 
     def written(self) -> str | None:
         """The fingerprint the lock was written for (None: no lock)."""
@@ -171,6 +174,8 @@ def environments() -> list[Env]:
         Env("demo", _extra("demo"), within="main"),
         Env("viewer", _file(ROOT / "examples" / "viewer" / "requirements.txt")),
         *_framework_envs(),
+        # Strands' BidiAgent and aws-sdk-bedrock-runtime (Nova Sonic): Python 3.12+, the bidi lane.
+        Env("venv-bidi", _file(ROOT / "tests" / "frameworks" / "requirements-bidi.txt"), python="3.12"),
         *_version_envs(),
         *_suite_envs(),
         *_peer_envs(),
@@ -185,7 +190,8 @@ def compile_lock(env: Env) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         source, out = Path(tmp) / "in.txt", Path(tmp) / "out.txt"
         source.write_text("\n".join(inputs) + "\n")
-        cmd = [UV, "pip", "compile", "-q", "--python", sys.executable, "--generate-hashes", "--no-header",
+        target = ["--python-version", env.python] if env.python else ["--python", sys.executable]
+        cmd = [UV, "pip", "compile", "-q", *target, "--generate-hashes", "--no-header",
                "--no-annotate", "-o", str(out), str(source)]  # fmt: skip
         if env.within:
             cmd += ["--constraint", str(HERE / f"{env.within}.txt")]

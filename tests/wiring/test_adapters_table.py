@@ -41,5 +41,5 @@ def test_every_adapter_module_is_in_the_table() -> None:
                 declared.add(".".join(parts))
     assert declared == set(ADAPTERS.values())
     # 24 + smolagents + agent_framework + agno + claude_agent_sdk + haystack + dspy
-    # + agents_realtime + agents_responses_ws + lm15 + dspy_lm15
-    assert len(declared) == 34
+    # + agents_realtime + agents_responses_ws + lm15 + dspy_lm15 + bedrock_bidi + strands_bidi
+    assert len(declared) == 36
