@@ -26,6 +26,9 @@ TESTED: dict[str, tuple[str, str]] = {
     "litellm": ("1.108.0", "1.110.2"),
     "ollama": ("0.4.0", "0.6.3"),
     "huggingface_hub": ("0.30.0", "2.5.0"),
+    # The smithy-based AWS SDK (not boto3): its bidirectional stream (Nova Sonic) needs Python 3.12+;
+    #   0.11.0 is the release Strands' bidi extra requires (>=0.11,<0.12). Lane bidi (Python 3.12).
+    "aws-sdk-bedrock-runtime": ("0.11.0", "0.11.0"),
     # lm15: 0.9.9 (2026-09-15), its first release on PyPI; BaseProviderLM.stream /
     #   AsyncBaseProviderLM.stream and the canonical events are the same from it to 1.5.0. Lanes
     #   lm15-floor, lm15 (newest).

@@ -52,8 +52,8 @@ class Env:
     fixed: tuple[str, ...] = ()
     # Another environment whose lock this one's pins must agree with (it installs into the same venv).
     within: str = ""
-    # The Python version the environment runs on, where it is not the main venv's (the bidi lane's
-    # SDKs need 3.12): resolved for it, and part of the fingerprint.
+    # The Python version the environment runs on, where it is not the main venv's
+    # (lanes.OTHER_PYTHON_LANES): resolved for it, and part of the fingerprint.
     python: str = ""
 
     @property
@@ -117,6 +117,9 @@ def _framework_envs() -> list[Env]:
     return [
         Env(venv.lstrip("."), _file(ROOT / requirements))
         for venv, requirements in lanes.FRAMEWORK_LANES.items()
+    ] + [
+        Env(venv.lstrip("."), _file(ROOT / requirements), python=python)
+        for venv, (requirements, python, _) in lanes.OTHER_PYTHON_LANES.items()
     ]
 
 
@@ -174,8 +177,6 @@ def environments() -> list[Env]:
         Env("demo", _extra("demo"), within="main"),
         Env("viewer", _file(ROOT / "examples" / "viewer" / "requirements.txt")),
         *_framework_envs(),
-        # Strands' BidiAgent and aws-sdk-bedrock-runtime (Nova Sonic): Python 3.12+, the bidi lane.
-        Env("venv-bidi", _file(ROOT / "tests" / "frameworks" / "requirements-bidi.txt"), python="3.12"),
         *_version_envs(),
         *_suite_envs(),
         *_peer_envs(),
