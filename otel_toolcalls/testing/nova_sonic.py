@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import struct
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,6 +200,9 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(self.h2.data_to_send())
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
     def _request(self, stream_id: int, headers: dict[str, str]) -> None:
         exchange = Exchange(headers.get(":path", ""), headers)
         self.owner.exchanges.append(exchange)
@@ -222,8 +227,17 @@ class _Connection(asyncio.Protocol):
                 self._reply(stream_id, self.owner.next_reply())
 
     def _reply(self, stream_id: int, reply: Reply) -> None:
+        import h2.exceptions
+
+        # The client may end the stream or the connection first: the rest is not wanted.
+        with contextlib.suppress(h2.exceptions.H2Error):
+            self._send(stream_id, reply)
+
+    def _send(self, stream_id: int, reply: Reply) -> None:
         cut = False
         for item in reply:
+            if self.transport is None:
+                return
             if item == DROP:
                 self._flush()
                 self.transport.close()
@@ -257,3 +271,25 @@ def crt_transport(ca_pem: bytes) -> Any:
     from smithy_http.aio.crt import AWSCRTHTTPClient
 
     return trust(AWSCRTHTTPClient(), ca_pem)
+
+
+@contextlib.contextmanager
+def strands_pointed_at(fake: NovaSonicServer) -> Iterator[None]:
+    """Inside it, Strands' ``BedrockNovaSonicModel`` (which builds its config for AWS's endpoint)
+    resolves it against the fake instead, its own CRT client trusting the fake's certificate."""
+    from strands.bidi.models import bedrock as strands_bedrock
+
+    config = strands_bedrock.AsyncBedrockRuntimeConfig
+
+    class Pointed(config):  # type: ignore[misc,valid-type]
+        @classmethod
+        async def resolve(cls, **overrides: Any) -> Any:
+            overrides["endpoint_uri"] = fake.endpoint
+            trust(overrides["transport"], fake.ca_pem)
+            return await config.resolve(**overrides)
+
+    strands_bedrock.AsyncBedrockRuntimeConfig = Pointed
+    try:
+        yield
+    finally:
+        strands_bedrock.AsyncBedrockRuntimeConfig = config

@@ -7,14 +7,18 @@ user interrupted (barge-in) is refused before its body. Python 3.12+: the ``bidi
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from console_spans import console_spans
 from outcomes import assert_outcome
 from strands import tool
 from strands.bidi import BidiAgent
-from strands.bidi.models import bedrock as strands_bedrock
 from strands.bidi.models.bedrock import BedrockNovaSonicModel
 
 from otel_toolcalls import tool_call_outcome
@@ -36,21 +40,6 @@ def get_weather(city: str) -> str:
 @pytest.fixture(autouse=True)
 def _clean() -> None:
     ran.clear()
-
-
-def _pointed(monkeypatch: pytest.MonkeyPatch, fake: nova.NovaSonicServer) -> None:
-    """The model builds its config for AWS's endpoint: resolved against the fake instead, with the
-    fake's certificate trusted by the model's own CRT client."""
-    config = strands_bedrock.AsyncBedrockRuntimeConfig
-
-    class Pointed(config):  # type: ignore[misc,valid-type]
-        @classmethod
-        async def resolve(cls, **overrides: Any) -> Any:
-            overrides["endpoint_uri"] = fake.endpoint
-            nova.trust(overrides["transport"], fake.ca_pem)
-            return await config.resolve(**overrides)
-
-    monkeypatch.setattr(strands_bedrock, "AsyncBedrockRuntimeConfig", Pointed)
 
 
 async def _conversation(until: str, stop: bool) -> list[str]:
@@ -76,11 +65,8 @@ async def _conversation(until: str, stop: bool) -> list[str]:
     return seen
 
 
-def _run(
-    monkeypatch: pytest.MonkeyPatch, replies: list[nova.Reply], until: str, stop: bool = True
-) -> tuple[list[str], Any]:
-    with nova.NovaSonicServer(replies) as fake:
-        _pointed(monkeypatch, fake)
+def _run(replies: list[nova.Reply], until: str, stop: bool = True) -> tuple[list[str], Any]:
+    with nova.NovaSonicServer(replies) as fake, nova.strands_pointed_at(fake):
         # A hang guard only: every scenario ends on its own events.
         seen = asyncio.run(asyncio.wait_for(_conversation(until, stop), 60))
     return seen, fake
@@ -94,9 +80,9 @@ def _tool_results(fake: Any) -> list[dict[str, Any]]:
     return [e["toolResult"] for x in fake.exchanges for e in x.events if "toolResult" in e]
 
 
-def test_completed_call_runs_linked(telemetry: Any, instrument: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_completed_call_runs_linked(telemetry: Any, instrument: Any) -> None:
     call = nova.tool_block("c_tool", "get_weather", "tu_1", ARGS)
-    seen, fake = _run(monkeypatch, [call, nova.spoken("c_say", "Sunny.")], "BidiResponseStopEvent")
+    seen, fake = _run([call, nova.spoken("c_say", "Sunny.")], "BidiResponseStopEvent")
     assert "BidiToolUseBlocksEvent" in seen and ran == [ARGS]
     span = telemetry.one("tool_call get_weather")
     assert_outcome(span, None)
@@ -115,11 +101,11 @@ def test_completed_call_runs_linked(telemetry: Any, instrument: Any, monkeypatch
     ids=["barge-in", "dropped-between-events"],
 )
 def test_strict_refuses_the_unsettled_call(
-    telemetry: Any, instrument: Any, monkeypatch: pytest.MonkeyPatch, reply: nova.Reply, reason: str
+    telemetry: Any, instrument: Any, reply: nova.Reply, reason: str
 ) -> None:
     instrument(strict=True)
     replies = [reply, nova.spoken("c_say", "Okay.")]
-    seen, fake = _run(monkeypatch, replies, "ToolResultMessageEvent", stop=nova.DROP not in reply)
+    seen, fake = _run(replies, "ToolResultMessageEvent", stop=nova.DROP not in reply)
     assert "BidiToolUseBlocksEvent" in seen and "ToolResultMessageEvent" in seen
     assert ran == []
     assert_outcome(telemetry.one("tool_call get_weather"), reason)
@@ -132,12 +118,62 @@ def test_strict_refuses_the_unsettled_call(
         assert execution.attributes["error.type"] == "otel_toolcalls.IncompleteToolCallError"
 
 
-def test_without_strict_the_interrupted_call_runs_unlinked(
-    telemetry: Any, instrument: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_strict_the_interrupted_call_runs_unlinked(telemetry: Any, instrument: Any) -> None:
     interrupted = nova.tool_block("c_tool", "get_weather", "tu_1", ARGS, stop_reason="INTERRUPTED")
-    _, fake = _run(monkeypatch, [interrupted, nova.spoken("c_say", "Okay.")], "ToolResultMessageEvent")
+    _, fake = _run([interrupted, nova.spoken("c_say", "Okay.")], "ToolResultMessageEvent")
     assert ran == [ARGS] and len(_tool_results(fake)) == 1  # Strands runs it and answers it
     (execution,) = _executions(telemetry)
     assert execution.attributes["toolcall.outcome"] == "aborted"
     assert execution.links == ()
+
+
+# -- a real process: the example, strict from the environment, in both import orders --------------
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "strands_bidi_agent.py"
+VENV_BIN = Path(sys.executable).parent
+# The SDKs imported before the instrumentation initializes (opentelemetry-instrument's own
+# initialize(), as its sitecustomize runs it), then the example run as a script.
+SDK_FIRST = (
+    "import runpy, sys\n"
+    "import strands.bidi.agent.loop, aws_sdk_bedrock_runtime.client, smithy_aws_event_stream.aio\n"
+    "from opentelemetry.instrumentation.auto_instrumentation import initialize\n"
+    "initialize()\n"
+    "runpy.run_path(sys.argv[1], run_name='__main__')\n"
+)
+
+
+@pytest.mark.parametrize("order", ["instrument-first", "sdk-first"])
+def test_the_example_under_opentelemetry_instrument(order: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", OTEL_TRACES_EXPORTER="console",
+               OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none",
+               OTEL_TOOLCALLS_STRICT="true")  # fmt: skip
+    if order == "instrument-first":
+        command = [str(VENV_BIN / "opentelemetry-instrument"), sys.executable, str(EXAMPLE)]
+    else:
+        command = [sys.executable, "-c", SDK_FIRST, str(EXAMPLE)]
+    # A hang guard, not a bound.
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-4000:]
+    lines = result.stdout.splitlines()
+    assert "ran get_weather('Zürich')" in lines
+    assert not any(line.startswith("ran book_table") for line in lines)  # refused before its body
+    assert "answered tu_weather: success" in lines and "answered tu_book: error" in lines
+    spans = console_spans(result.stdout)
+    calls = {s["attributes"]["toolcall.call.id"]: s for s in spans if s["name"].startswith("tool_call ")}
+    assert {k: s["attributes"]["toolcall.outcome"] for k, s in calls.items()} == {
+        "tu_weather": "completed", "tu_book": "aborted",
+    }  # fmt: skip
+    assert calls["tu_book"]["attributes"]["toolcall.abort_reason"] == "cancelled"
+    # The package's executions (Strands' own bidi tool spans, beside them, carry no outcome).
+    runs = {
+        s["attributes"]["gen_ai.tool.call.id"]: s
+        for s in spans
+        if s["name"].startswith("execute_tool ") and "toolcall.outcome" in s["attributes"]
+    }
+    (link,) = runs["tu_weather"]["links"]
+    assert link["context"]["span_id"] == calls["tu_weather"]["context"]["span_id"]
+    refused = runs["tu_book"]
+    assert refused["links"] == []
+    assert refused["attributes"]["error.type"] == "otel_toolcalls.IncompleteToolCallError"

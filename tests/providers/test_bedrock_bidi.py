@@ -101,6 +101,7 @@ def test_completed_call_and_its_execution(telemetry: Any, instrument: Any) -> No
     execution = telemetry.one("execute_tool get_weather")
     assert [link.context.span_id for link in execution.links] == [span.context.span_id]
     assert telemetry.calls_by_outcome() == {("completed", None): 1}
+    assert inference.attributes[n.TOOLCALL_OUTCOME] == "completed"
 
 
 def _refused(call_id: str) -> bool:
@@ -133,5 +134,7 @@ def test_barge_in_cancels_the_open_call(telemetry: Any, instrument: Any) -> None
     seen, raised = _run([interrupted])
     assert raised is None and seen == ["contentStart", "toolUse", "contentEnd"]
     assert_outcome(telemetry.one("tool_call get_weather"), n.CANCELLED)
+    turn = telemetry.one(f"chat {MODEL}").attributes
+    assert (turn[n.TOOLCALL_OUTCOME], turn[n.TOOLCALL_ABORT_REASON]) == ("aborted", n.CANCELLED)
     assert telemetry.calls_by_outcome() == {("aborted", n.CANCELLED): 1}
     assert _refused("tu_1")

@@ -7,7 +7,7 @@ Each event the SDK hands over is a chunk whose ``value.bytes_`` is a JSON docume
 arguments text, one fragment) and ends at its ``contentEnd``, ``completed``, or ``aborted`` /
 ``cancelled`` when its stop reason is ``INTERRUPTED`` (the user barged in). A turn, one inference
 span, runs from the first assistant or tool content to ``END_TURN``, ``INTERRUPTED``,
-``completionEnd`` or the next user content.
+``completionEnd`` or the next user content; a barge-in ends it ``cancelled``.
 """
 
 from __future__ import annotations
@@ -114,9 +114,9 @@ def _end_turn(session: Session, reason: str) -> None:
     if state is None:
         return
     if reason == "INTERRUPTED":
-        # A barge-in: the calls still open were cut by the user's speech.
-        for key in state.open_keys():
-            state.block_aborted(key, n.CANCELLED)
+        # A barge-in: the user's speech cut the response, and any call still open in it.
+        session.end_turn(StreamState.cancelled)
+        return
     state.settle(reason.lower())
     state.final_event()
     session.end_turn(StreamState.ended)
