@@ -27,6 +27,8 @@ from otel_toolcalls.testing import nova_sonic as nova
 MODEL = "amazon.nova-sonic-v1:0"
 REGION = "us-east-1"
 ARGS = {"city": "Zürich"}
+# The model's answer to a tool result (the fake's next reply): no earlier event has a transcript block.
+ANSWERED = "BidiTranscriptBlockEvent"
 ran: list[dict[str, Any]] = []
 
 
@@ -105,12 +107,14 @@ def test_strict_refuses_the_unsettled_call(
 ) -> None:
     instrument(strict=True)
     replies = [reply, nova.spoken("c_say", "Okay.")]
-    seen, fake = _run(replies, "ToolResultMessageEvent", stop=nova.DROP not in reply)
+    dropped = nova.DROP in reply
+    # Read till the model's answer to the tool result (its transcript), so the result was sent.
+    seen, fake = _run(replies, "ToolResultMessageEvent" if dropped else ANSWERED, stop=not dropped)
     assert "BidiToolUseBlocksEvent" in seen and "ToolResultMessageEvent" in seen
     assert ran == []
     assert_outcome(telemetry.one("tool_call get_weather"), reason)
     assert tool_call_outcome("tu_1") == "aborted"
-    if nova.DROP not in reply:  # the refusal went to the model as the tool's error
+    if not dropped:  # the refusal went to the model as the tool's error
         (result,) = _tool_results(fake)
         assert "IncompleteToolCallError" in result["content"] or "refusing" in result["content"]
     for execution in _executions(telemetry):
@@ -120,7 +124,7 @@ def test_strict_refuses_the_unsettled_call(
 
 def test_without_strict_the_interrupted_call_runs_unlinked(telemetry: Any, instrument: Any) -> None:
     interrupted = nova.tool_block("c_tool", "get_weather", "tu_1", ARGS, stop_reason="INTERRUPTED")
-    _, fake = _run([interrupted, nova.spoken("c_say", "Okay.")], "ToolResultMessageEvent")
+    _, fake = _run([interrupted, nova.spoken("c_say", "Okay.")], ANSWERED)
     assert ran == [ARGS] and len(_tool_results(fake)) == 1  # Strands runs it and answers it
     (execution,) = _executions(telemetry)
     assert execution.attributes["toolcall.outcome"] == "aborted"
