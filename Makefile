@@ -130,7 +130,21 @@ test: test-setup
 # The old-SDK lanes and the framework venvs use venvs of their own, so they run side by side (each
 # target's output kept together): one after the other they took CI past 14 of its 15 minutes.
 lanes: $(VENV)/.stamp-test
-	$(MAKE) --no-print-directory -j2 -O versions frameworks peer-suites
+	$(MAKE) --no-print-directory -j2 -O versions frameworks peer-suites bidi
+
+# Strands' BidiAgent and aws-sdk-bedrock-runtime (Nova Sonic's bidirectional stream) need Python
+# 3.12+: a venv on pyenv's 3.12 from its lock, and the tests of those two adapters.
+BIDI_VENV := .venv-bidi
+BIDI_PYTHON ?= /root/.pyenv/versions/3.12.1/bin/python
+$(BIDI_VENV)/.stamp: $(LOCKS)/venv-bidi.txt pyproject.toml $(VENV)/.stamp-test
+	test -x $(BIDI_VENV)/bin/python || $(UV) venv -q --python $(BIDI_PYTHON) $(BIDI_VENV)
+	$(call FROM_LOCK,$(BIDI_VENV)/bin/python,$<)
+	touch $@
+
+.PHONY: bidi
+bidi: $(BIDI_VENV)/.stamp
+	OTEL_TOOLCALLS_LANE=$(BIDI_VENV) $(BIDI_VENV)/bin/python -m pytest -q -p no:cacheprovider -rfEs \
+	  tests/providers/test_bedrock_bidi.py tests/frameworks/strands_bidi/test_strands_bidi.py
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
 # their own, rebuilt when their requirements change. There run their tests, and the lane-aware
@@ -211,7 +225,7 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .peer-suites .newest .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(BIDI_VENV) $(VIEWER_VENV) .version-venvs .sdk-suites .peer-suites .newest .pytest_cache .mypy_cache .ruff_cache
 
 # ---- The pipeline users run (issue 30): Jaeger v2 and the repo's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its

@@ -14,6 +14,7 @@ _instruments_any = (
     "aiobotocore>=2.13.1",
     "anthropic>=0.43",
     "autogen-core>=0.6.2",
+    "aws-sdk-bedrock-runtime>=0.11.0",
     "botocore>=1.34.116",
     "claude-agent-sdk>=0.1.19",
     "cohere>=7.0",

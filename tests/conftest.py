@@ -52,7 +52,12 @@ def _installed(module: str) -> bool:
 
 # SDKs that pin dependencies below the main venv's, tested in a version lane of their own
 # (tests/versions/run.py): their modules are likewise collected only where the SDK is installed.
-_LANE_SDK_OF = {"providers/test_bedrock_async.py": "aiobotocore"}
+_LANE_SDK_OF = {
+    "providers/test_bedrock_async.py": "aiobotocore",
+    # aws-sdk-bedrock-runtime and Strands' BidiAgent need Python 3.12+: the bidi lane's venv.
+    "providers/test_bedrock_bidi.py": "aws_sdk_bedrock_runtime",
+    "frameworks/strands_bidi/test_strands_bidi.py": "aws_sdk_bedrock_runtime",
+}
 
 _WHICH_GUARD = pytest.StashKey[markers.WhichGuard]()
 

@@ -25,6 +25,7 @@ ADAPTERS: dict[str, str] = {
     "aiobotocore": f"{_P}.bedrock.aiobotocore",
     "anthropic": f"{_P}.anthropic",
     "bedrock": f"{_P}.bedrock.adapter",
+    "bedrock_bidi": f"{_P}.bedrock.bidi",
     "cohere": f"{_P}.cohere",
     "dspy_lm15": f"{_P}.lm15.dspy",
     "gemini": f"{_P}.gemini.adapter",
@@ -55,6 +56,7 @@ ADAPTERS: dict[str, str] = {
     "pydantic_ai": f"{_F}.pydantic_ai",
     "smolagents": f"{_F}.smolagents",
     "strands": f"{_F}.strands",
+    "strands_bidi": f"{_F}.strands_bidi",
 }
 
 

@@ -52,6 +52,9 @@ class Env:
     fixed: tuple[str, ...] = ()
     # Another environment whose lock this one's pins must agree with (it installs into the same venv).
     within: str = ""
+    # The Python version the environment runs on, where it is not the main venv's
+    # (lanes.OTHER_PYTHON_LANES): resolved for it, and part of the fingerprint.
+    python: str = ""
 
     @property
     def lock(self) -> Path:
@@ -59,7 +62,7 @@ class Env:
 
     def fingerprint(self, inputs: Sequence[str] | None = None) -> str:
         known = list(self.fixed) if self.fixed else list(inputs if inputs is not None else self.inputs())
-        return hashlib.sha256(json.dumps([PYTHON, known]).encode()).hexdigest()
+        return hashlib.sha256(json.dumps([self.python or PYTHON, known]).encode()).hexdigest()
 
     def written(self) -> str | None:
         """The fingerprint the lock was written for (None: no lock)."""
@@ -114,6 +117,9 @@ def _framework_envs() -> list[Env]:
     return [
         Env(venv.lstrip("."), _file(ROOT / requirements))
         for venv, requirements in lanes.FRAMEWORK_LANES.items()
+    ] + [
+        Env(venv.lstrip("."), _file(ROOT / requirements), python=python)
+        for venv, (requirements, python, _) in lanes.OTHER_PYTHON_LANES.items()
     ]
 
 
@@ -185,7 +191,8 @@ def compile_lock(env: Env) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         source, out = Path(tmp) / "in.txt", Path(tmp) / "out.txt"
         source.write_text("\n".join(inputs) + "\n")
-        cmd = [UV, "pip", "compile", "-q", "--python", sys.executable, "--generate-hashes", "--no-header",
+        target = ["--python-version", env.python] if env.python else ["--python", sys.executable]
+        cmd = [UV, "pip", "compile", "-q", *target, "--generate-hashes", "--no-header",
                "--no-annotate", "-o", str(out), str(source)]  # fmt: skip
         if env.within:
             cmd += ["--constraint", str(HERE / f"{env.within}.txt")]

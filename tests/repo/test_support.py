@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from lanes import FRAMEWORK_VENVS, requirement_pins, requires
+from lanes import FRAMEWORK_VENVS, OTHER_PYTHON_LANES, requirement_pins, requires
 from packaging.version import Version
 
 from otel_toolcalls._wiring.tested_versions import SURFACES, TESTED
@@ -22,6 +22,10 @@ FRAMEWORKS: dict[str, list[str]] = {}
 for _adapter, _lanes in FRAMEWORK_VENVS.items():
     _paths = FRAMEWORKS.setdefault(requires(_adapter).sdk, [])
     _paths += [path for _, path in _lanes if path not in _paths]
+# The lanes on another interpreter pin their adapters' distributions the same way.
+for _path, _python, _adapters in OTHER_PYTHON_LANES.values():
+    for _adapter in _adapters:
+        FRAMEWORKS.setdefault(requires(_adapter).sdk, []).append(_path)
 
 
 def _lane_module() -> ModuleType:
