@@ -32,7 +32,8 @@ FRAMEWORK_LANES = {
 }
 # Lanes on another interpreter than the main venv's: venv -> (requirements file, its Python, the
 # adapters whose tests it runs). Strands' BidiAgent and aws-sdk-bedrock-runtime need Python 3.12+
-# (make bidi runs tests/providers/test_bedrock_bidi.py and tests/frameworks/strands_bidi/test_strands_bidi.py).
+# (make bidi runs tests/providers/test_bedrock_bidi.py and
+# tests/frameworks/strands_bidi/test_strands_bidi.py).
 OTHER_PYTHON_LANES = {
     ".venv-bidi": ("tests/frameworks/requirements-bidi.txt", "3.12", ("bedrock_bidi", "strands_bidi")),
 }
