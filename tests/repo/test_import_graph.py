@@ -219,7 +219,9 @@ def test_one_path_to_each_name() -> None:
 # The core names no peer instrumentation's scope (they are in _linking/peer_spans.py).
 PEER_SCOPES: set[str] = set()
 # Parts of distribution names that are no provider's.
-GENERIC_WORDS = {"genai", "google", "hub", "ai", "realtime", "responses", "ws", "live"}
+GENERIC_WORDS = {
+    "genai", "google", "hub", "ai", "realtime", "responses", "ws", "live", "sdk", "runtime", "bidi"
+}  # fmt: skip
 
 
 def _provider_words() -> set[str]:
