@@ -18,14 +18,14 @@ import tempfile
 import time
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient
+from claude_agent_sdk import ClaudeSDKClient
 from claude_agent_sdk._internal.transport import subprocess_cli
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_toolcalls import ToolCallsInstrumentor
 from otel_toolcalls.testing import anthropic as A
-from otel_toolcalls.testing.claude_code import CLIFake, cli_env
+from otel_toolcalls.testing.claude_code import CLIFake, cli_options
 
 Transport = subprocess_cli.SubprocessCLITransport
 _read, _write = Transport.read_messages, Transport.write
@@ -60,14 +60,7 @@ async def respond(fake: CLIFake, calls: int) -> None:
         A.script_for(A.events_for(blocks, pings=False)),
         A.script_for(A.events_for([A.Text("ok")], stop_reason="end_turn")),
     )
-    options = ClaudeAgentOptions(
-        env=cli_env(fake, home),
-        cwd=home,
-        model=A.MODEL,
-        include_partial_messages=True,
-        allowed_tools=["Bash"],
-        max_turns=3,
-    )
+    options = cli_options(fake, home, allowed_tools=["Bash"], max_turns=3)
     async with ClaudeSDKClient(options=options) as client:
         await client.query("go")
         async for _ in client.receive_response():

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Extra, Requires, Tested
 
@@ -90,10 +89,6 @@ REQUIRES = Requires(
     extra=Extra("anthropic"),
 )
 
-
-def instrument(telemetry: Telemetry) -> bool:
-    return SDK.instrument(telemetry)
-
-
-def uninstrument() -> None:
-    SDK.uninstrument()
+# The SDK object is the adapter: the instrumentor calls these.
+instrument = SDK.instrument
+uninstrument = SDK.uninstrument

@@ -43,6 +43,19 @@ def cli_env(fake: FakeProvider, home: str, *, retries: int = 0, fallback: bool =
     return env
 
 
+def cli_options(
+    fake: FakeProvider, home: str, *, retries: int = 0, fallback: bool = True, **options: Any
+) -> Any:
+    """``ClaudeAgentOptions`` for the bundled CLI against ``fake``, in ``home``, writing the raw
+    stream events (``include_partial_messages``); ``options``: the rest (tools, turns, hooks)."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
+    env = cli_env(fake, home, retries=retries, fallback=fallback)
+    return ClaudeAgentOptions(
+        env=env, cwd=home, model=messages.MODEL, include_partial_messages=True, **options
+    )
+
+
 def _first_text(request: ReceivedRequest) -> Any:
     try:
         content = request.json()["messages"][0]["content"]

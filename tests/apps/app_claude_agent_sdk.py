@@ -2,10 +2,10 @@ import asyncio
 import tempfile
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp_server, tool
+from claude_agent_sdk import ClaudeSDKClient, create_sdk_mcp_server, tool
 
 from otel_toolcalls.testing import anthropic as A
-from otel_toolcalls.testing.claude_code import CLIFake, cli_env
+from otel_toolcalls.testing.claude_code import CLIFake, cli_options
 
 # Its own id: the SDK-first runs share a process.
 WEATHER = A.ToolUse(
@@ -29,11 +29,9 @@ async def run() -> None:
             A.tool_use_script([WEATHER, BASH]),
             A.script_for(A.events_for([A.Text("Sunny.")], stop_reason="end_turn")),
         )
-        options = ClaudeAgentOptions(
-            env=cli_env(fake, home),
-            cwd=home,
-            model=A.MODEL,
-            include_partial_messages=True,
+        options = cli_options(
+            fake,
+            home,
             mcp_servers={"w": create_sdk_mcp_server("w", tools=[get_weather])},
             allowed_tools=[WEATHER.name, "Bash"],
             max_turns=3,

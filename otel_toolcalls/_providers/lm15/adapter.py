@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Extra, Requires, Tested
 
 from .streams import Streams
@@ -19,10 +18,6 @@ REQUIRES = Requires(
     extra=Extra("lm15"),
 )
 
-
-def instrument(telemetry: Telemetry) -> bool:
-    return SDK.instrument(telemetry)
-
-
-def uninstrument() -> None:
-    SDK.uninstrument()
+# The SDK object is the adapter: the instrumentor calls these.
+instrument = SDK.instrument
+uninstrument = SDK.uninstrument

@@ -3,7 +3,6 @@ engine, traced at the same stream readers as the PyPI package's (``streams``).""
 
 from __future__ import annotations
 
-from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Requires
 
 from .streams import Streams
@@ -19,10 +18,6 @@ REQUIRES = Requires(
     surfaces=tuple((module, attr.split(".")[0]) for module, attr in SDK.targets),
 )
 
-
-def instrument(telemetry: Telemetry) -> bool:
-    return SDK.instrument(telemetry)
-
-
-def uninstrument() -> None:
-    SDK.uninstrument()
+# The SDK object is the adapter: the instrumentor calls these.
+instrument = SDK.instrument
+uninstrument = SDK.uninstrument

@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 from otel_toolcalls._core import names as n
-from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats import chat_completions, responses
 from otel_toolcalls._sdks.stainless import Route, StainlessSDK
 from otel_toolcalls._wiring.patches import Extra, Requires, Tested
@@ -70,10 +69,6 @@ REQUIRES = Requires(
     extra=Extra("openai"),
 )
 
-
-def instrument(telemetry: Telemetry) -> bool:
-    return SDK.instrument(telemetry)
-
-
-def uninstrument() -> None:
-    SDK.uninstrument()
+# The SDK object is the adapter: the instrumentor calls these.
+instrument = SDK.instrument
+uninstrument = SDK.uninstrument

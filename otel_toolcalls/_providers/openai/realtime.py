@@ -17,26 +17,13 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._wiring.patches import Extra, Patches, Requires
 
 from .realtime_events import RESPONSE_EVENTS, response_done
-from .ws_connection import PROVIDER, Connection, Wiring
+from .ws_connection import PROVIDER, Connection, Wiring, connection_classes
 
 # The adapter's name (settings, logs, doctor): not its module's.
 NAME = "openai_realtime"
 # The GA surface (openai >= 1.103) and the beta one (1.58 on); an SDK release may have neither.
 MODULES = ("openai.resources.realtime.realtime", "openai.resources.beta.realtime.realtime")
-_CLASSES = {
-    "Realtime.connect": "connect",
-    "AsyncRealtime.connect": "connect",
-    "RealtimeConnectionManager.__enter__": "enter",
-    "RealtimeConnectionManager.enter": "enter",
-    "AsyncRealtimeConnectionManager.__aenter__": "aenter",
-    "AsyncRealtimeConnectionManager.enter": "aenter",
-    "RealtimeConnection.recv": "recv",
-    "AsyncRealtimeConnection.recv": "arecv",
-    "RealtimeConnection.close": "close",
-    "AsyncRealtimeConnection.close": "aclose",
-    "RealtimeConnection.recv_bytes": "recv_bytes",
-    "AsyncRealtimeConnection.recv_bytes": "arecv_bytes",
-}
+_CLASSES = connection_classes("Realtime")
 # What the adapter needs of the SDK (the instrumentor waits for and checks it). A release from
 # before a surface lacks its module: not in this version, not a missing target.
 # client.beta.realtime from 1.58, client.realtime (GA) from 1.103: the lanes openai-realtime-beta / -ga

@@ -15,27 +15,12 @@ from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._providers.formats.responses import translate_event as responses_event
 from otel_toolcalls._wiring.patches import Patches, Requires
 
-from .ws_connection import PROVIDER, Connection, Wiring
+from .ws_connection import PROVIDER, Connection, Wiring, connection_classes
 
 # The adapter's name (settings, logs, doctor): not its module's.
 NAME = "openai_responses_ws"
 MODULE = "openai.resources.responses.responses"
-_CLASSES = {
-    "Responses.connect": "connect",
-    "AsyncResponses.connect": "connect",
-    "ResponsesConnectionManager.__enter__": "enter",
-    "ResponsesConnectionManager.enter": "enter",
-    "AsyncResponsesConnectionManager.__aenter__": "aenter",
-    "AsyncResponsesConnectionManager.enter": "aenter",
-    "ResponsesConnection.recv": "recv",
-    "AsyncResponsesConnection.recv": "arecv",
-    "ResponsesConnection.close": "close",
-    "AsyncResponsesConnection.close": "aclose",
-    "ResponsesConnection.recv_bytes": "recv_bytes",
-    "AsyncResponsesConnection.recv_bytes": "arecv_bytes",
-    "ResponsesConnection.send": "send",
-    "AsyncResponsesConnection.send": "asend",
-}
+_CLASSES = connection_classes("Responses", sends=True)
 # The Responses API is older than its WebSocket transport: a release without ResponsesConnection
 # predates the surface (not in this version, not a missing target).
 # client.responses.connect(): the Responses API's WebSocket transport, from 2.22.

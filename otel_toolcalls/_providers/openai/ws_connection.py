@@ -59,6 +59,25 @@ class Connection:
 SessionTranslator = Callable[[Connection, Any, object], None]
 
 
+def connection_classes(resource: str, *, sends: bool = False) -> dict[str, str]:
+    """The ``"Class.method"`` -> wrapper name table of one WebSocket surface, whose classes are named
+    after ``resource`` (``Realtime``: ``Realtime``, ``RealtimeConnectionManager``,
+    ``RealtimeConnection``, and their ``Async`` twins)."""
+    manager, connection = f"{resource}ConnectionManager", f"{resource}Connection"
+    classes = {
+        f"{resource}.connect": "connect",
+        f"Async{resource}.connect": "connect",
+        f"{manager}.__enter__": "enter",
+        f"{manager}.enter": "enter",
+        f"Async{manager}.__aenter__": "aenter",
+        f"Async{manager}.enter": "aenter",
+    }
+    for method in ("recv", "close", "recv_bytes", "send") if sends else ("recv", "close", "recv_bytes"):
+        classes[f"{connection}.{method}"] = method
+        classes[f"Async{connection}.{method}"] = f"a{method}"
+    return classes
+
+
 @dataclass
 class Wiring:
     """One adapter's event translator and its wrappers, bound to the telemetry in force.

@@ -29,7 +29,7 @@ from opentelemetry import trace
 from opentelemetry.trace import StatusCode
 
 from otel_toolcalls.testing import anthropic as A
-from otel_toolcalls.testing.claude_code import CLIFake, cli_env, message_json
+from otel_toolcalls.testing.claude_code import cli_options, message_json
 
 WEATHER = A.ToolUse(name="mcp__w__get_weather", id="toolu_weather_1", arguments='{"location": "Zürich"}')
 ran: list[tuple[Any, int]] = []
@@ -41,12 +41,6 @@ async def get_weather(args: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": "sunny"}]}
 
 
-@pytest.fixture(scope="module")
-def shared_provider() -> Any:
-    with CLIFake() as provider:
-        yield provider
-
-
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     ran.clear()
@@ -54,11 +48,10 @@ def _clear() -> None:
 
 def _options(fake: Any, tmp_path: Path, **env: Any) -> ClaudeAgentOptions:
     server = create_sdk_mcp_server("w", tools=[get_weather])
-    return ClaudeAgentOptions(
-        env=cli_env(fake, str(tmp_path), **env),
-        cwd=str(tmp_path),
-        model=A.MODEL,
-        include_partial_messages=True,
+    return cli_options(
+        fake,
+        str(tmp_path),
+        **env,
         mcp_servers={"w": server},
         allowed_tools=["mcp__w__get_weather"],
         max_turns=3,
@@ -254,21 +247,22 @@ async def test_interrupt_mid_arguments_is_cancelled(
     assert ran == []
 
 
-def _wrapped_cli(tmp_path: Path, record: str) -> str:
-    """A CLI wrapper that runs ``record`` (sh) first, then the bundled CLI in its place."""
+def _wrapped_cli(fake: Any, tmp_path: Path, record: str) -> ClaudeAgentOptions:
+    """Options whose CLI is a wrapper that runs ``record`` (sh) first, then the bundled CLI in its place."""
     bundled = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
     wrapper = tmp_path / "claude"
     wrapper.write_text(f'#!/bin/sh\n{record}\nexec "{bundled}" "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
-    return str(wrapper)
+    options = _options(fake, tmp_path)
+    options.cli_path = str(wrapper)
+    return options
 
 
 async def test_the_cli_dying_mid_arguments_is_a_stream_error(
     instrument: Any, telemetry: Any, fake: Any, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "pid"
-    options = _options(fake, tmp_path)
-    options.cli_path = _wrapped_cli(tmp_path, f'echo $$ > "{pid_file}"')
+    options = _wrapped_cli(fake, tmp_path, f'echo $$ > "{pid_file}"')
     slow = A.ToolUse(
         name=WEATHER.name, id=WEATHER.id, arguments=WEATHER.arguments, fragments=list(WEATHER.arguments)
     )
@@ -313,8 +307,7 @@ async def test_the_cli_gets_the_app_span_as_traceparent(
 ) -> None:
     # A CLI wrapper records the environment the SDK started the CLI with.
     seen_env = tmp_path / "env.txt"
-    options = _options(fake, tmp_path)
-    options.cli_path = _wrapped_cli(tmp_path, f'env > "{seen_env}"')
+    options = _wrapped_cli(fake, tmp_path, f'env > "{seen_env}"')
     fake.enqueue(_answer())
     await _run(telemetry, options)
     env = dict(line.split("=", 1) for line in seen_env.read_text().splitlines() if "=" in line)

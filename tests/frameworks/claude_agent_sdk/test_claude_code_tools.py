@@ -18,7 +18,7 @@ from claude_agent_sdk.types import ResultMessage
 from opentelemetry.trace import StatusCode
 
 from otel_toolcalls.testing import anthropic as A
-from otel_toolcalls.testing.claude_code import CLIFake, cli_env, message_json
+from otel_toolcalls.testing.claude_code import cli_options, message_json
 
 hooked: list[tuple[str, Any]] = []
 
@@ -26,12 +26,6 @@ hooked: list[tuple[str, Any]] = []
 async def _user_hook(input_data: Any, call_id: Any, context: Any) -> dict[str, Any]:
     hooked.append((input_data.get("hook_event_name"), call_id))
     return {}
-
-
-@pytest.fixture(scope="module")
-def shared_provider() -> Any:
-    with CLIFake() as provider:
-        yield provider
 
 
 @pytest.fixture(autouse=True)
@@ -49,11 +43,10 @@ def _options(fake: Any, tmp_path: Path, *, hooks: bool = False, **env: Any) -> C
     user_hooks = {"PreToolUse": [HookMatcher(matcher=None, hooks=[_user_hook])]}
     if hooks:
         user_hooks["PostToolUse"] = [HookMatcher(matcher="Bash", hooks=[_user_hook])]
-    return ClaudeAgentOptions(
-        env=cli_env(fake, str(tmp_path), **env),
-        cwd=str(tmp_path),
-        model=A.MODEL,
-        include_partial_messages=True,
+    return cli_options(
+        fake,
+        str(tmp_path),
+        **env,
         allowed_tools=["Bash", "Read"],
         max_turns=5,
         hooks=user_hooks,  # type: ignore[arg-type]
