@@ -98,6 +98,14 @@ def test_a_surface_range_starts_at_the_oldest_lane_running_its_tests() -> None:
             for spec in lane.requirements(each, lane.FLOORS)[: len(each.pins)]
             if spec.split("[", 1)[0].split("==")[0].lower() == sdk
         ]
+        # A surface whose tests run in a lane on another interpreter: the versions it pins.
+        versions += [
+            Version(version)
+            for path, _, adapters in OTHER_PYTHON_LANES.values()
+            if adapter in adapters
+            for dist, version in requirement_pins(path).items()
+            if dist == sdk
+        ]
         assert versions, f"no lane runs {tests}"
         assert Version(oldest) == min(versions), adapter
         assert Version(newest) == Version(TESTED[sdk][1]), adapter
