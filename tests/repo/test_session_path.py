@@ -21,6 +21,7 @@ ON_SESSION = (
     "_providers/litellm.py",
     "_providers/gemini/streams.py",
     "_providers/gemini/live.py",
+    "_providers/bedrock/bidi.py",
 )
 
 

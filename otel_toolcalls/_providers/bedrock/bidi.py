@@ -21,6 +21,7 @@ from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from otel_toolcalls._core.errors import guarded, report
 from otel_toolcalls._core.owners import keep, kept, watch
 from otel_toolcalls._core.request import Request, model_of
+from otel_toolcalls._core.session import CLOSED, ENDED, Ending, Session, failed
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._core.telemetry import Telemetry
 from otel_toolcalls._linking import settling
@@ -54,31 +55,42 @@ _patches = Patches()
 _telemetry: list[Telemetry] = []
 
 
+# The key of the turn open now: a bidirectional stream has one at a time.
+_TURN = "turn"
+
+
 class BidiSession:
-    """One bidirectional stream: the turn open now and its open tool blocks. Never references the
-    SDK's objects it is kept for."""
+    """One bidirectional stream: the turn open now (the one stream of its ``Session``) and its
+    open tool blocks. Never references the SDK's objects it is kept for."""
 
     def __init__(self, telemetry: Telemetry, model: str | None, endpoint: Any) -> None:
         self.telemetry = telemetry
         self.model = model
         self.server = server_of(endpoint)
-        self.turn: StreamState | None = None
+        self.turns = Session()
         self.tools: dict[str, str] = {}
 
-    def open_turn(self, owner: Any) -> StreamState:
-        state = self.turn
+    @property
+    def turn(self) -> StreamState | None:
+        return self.turns.get(_TURN)
+
+    def open_turn(self, owner: Any) -> StreamState | None:
+        state = self.turns.get(_TURN)
         if state is None:
             request = Request(self.telemetry, PROVIDER, self.model, OPERATION, self.server,
                               start_ns=time.time_ns(), parent=otel_context.get_current())  # fmt: skip
-            state = self.turn = request.stream()
-            state.first_chunk()
-            watch(owner, state)
+            state = self.turns.open(_TURN, request)
+            if state is not None:
+                state.first_chunk()
+                watch(owner, state)
         return state
 
-    def end_turn(self, how: Any, *args: Any) -> None:
-        state, self.turn = self.turn, None
-        if state is not None:
-            how(state, *args)
+    def end_turn(self, how: Ending) -> None:
+        self.turns.end(_TURN, how)
+        # Every call of the turn has its outcome now: the executions waiting for it go on.
+        tools, self.tools = self.tools, {}
+        for call_id in tools.values():
+            settling.settled(call_id)
         # Every call of the turn has its outcome now: the executions waiting for it go on.
         tools, self.tools = self.tools, {}
         for call_id in tools.values():
@@ -103,10 +115,10 @@ def _handed(instance: Any, result: Any) -> None:
         keep(result[1], session)
 
 
-def _ended(instance: Any, how: Any, *args: Any) -> None:
+def _ended(instance: Any, how: Ending) -> None:
     session = _session(instance)
     if session is not None:
-        session.end_turn(how, *args)
+        session.end_turn(how)
 
 
 # -- the wrappers --------------------------------------------------------------------------------
@@ -129,7 +141,7 @@ async def _await_output(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> 
 
 
 async def _close(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-    guarded(_ended, instance, StreamState.closed)
+    guarded(_ended, instance, CLOSED)
     return await wrapped(*args, **kwargs)
 
 
@@ -137,10 +149,10 @@ async def _receive(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
     try:
         chunk = await wrapped(*args, **kwargs)
     except Exception as exc:
-        guarded(_ended, instance, StreamState.failed, exc)
+        guarded(_ended, instance, failed(exc))
         raise
     if chunk is None:
-        guarded(_ended, instance, StreamState.ended)
+        guarded(_ended, instance, ENDED)
     else:
         guarded(_received, instance, chunk)
     return chunk

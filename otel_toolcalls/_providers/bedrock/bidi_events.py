@@ -17,6 +17,7 @@ import re
 from typing import Any, Protocol
 
 from otel_toolcalls._core import names as n
+from otel_toolcalls._core.session import CANCELLED, ENDED, Ending
 from otel_toolcalls._core.state import StreamState
 from otel_toolcalls._linking import settling
 
@@ -27,14 +28,16 @@ _WANTED = frozenset((b"contentStart", b"toolUse", b"contentEnd", b"completionEnd
 _ENDS_TURN = frozenset(("END_TURN", "INTERRUPTED"))
 
 
-class Session(Protocol):
-    turn: StreamState | None
+class Bidi(Protocol):
     # contentId -> toolUseId of the tool blocks open now.
     tools: dict[str, str]
 
-    def open_turn(self, owner: Any) -> StreamState: ...
+    @property
+    def turn(self) -> StreamState | None: ...
 
-    def end_turn(self, how: Any, *args: Any) -> None: ...
+    def open_turn(self, owner: Any) -> StreamState | None: ...
+
+    def end_turn(self, how: Ending) -> None: ...
 
 
 def event_of(chunk: Any) -> tuple[str, dict[str, Any]] | None:
@@ -53,7 +56,7 @@ def event_of(chunk: Any) -> tuple[str, dict[str, Any]] | None:
     return (kind, body) if isinstance(body, dict) else None
 
 
-def translate_event(session: Session, chunk: Any, owner: Any) -> None:
+def translate_event(session: Bidi, chunk: Any, owner: Any) -> None:
     found = event_of(chunk)
     if found is None:
         return
@@ -66,14 +69,14 @@ def translate_event(session: Session, chunk: Any, owner: Any) -> None:
         # {"contentStart": {"type": "TEXT", "role": "ASSISTANT", "contentId": "c1", ...}}
         role = str(body.get("role", "")).upper()
         if role == "USER":
-            session.end_turn(StreamState.ended)
+            session.end_turn(ENDED)
         elif role in ("ASSISTANT", "TOOL"):
             session.open_turn(owner)
     elif kind == "completionEnd":
         _end_turn(session, body.get("stopReason") or "completion_end")
 
 
-def _tool_use(session: Session, body: dict[str, Any], owner: Any) -> None:
+def _tool_use(session: Bidi, body: dict[str, Any], owner: Any) -> None:
     # {"toolUse": {"toolName": "get_weather", "toolUseId": "t1", "contentId": "c2",
     #              "content": "{\"city\":\"Z\"}"}}
     name, call_id = body.get("toolName"), body.get("toolUseId")
@@ -84,6 +87,8 @@ def _tool_use(session: Session, body: dict[str, Any], owner: Any) -> None:
     if not isinstance(key, str):
         return
     state = session.open_turn(owner)
+    if state is None:
+        return
     if call_id is not None:
         settling.unsettled(call_id)
         session.tools[key] = call_id
@@ -92,7 +97,7 @@ def _tool_use(session: Session, body: dict[str, Any], owner: Any) -> None:
     state.fragment(key, content if isinstance(content, str) else None)
 
 
-def _content_end(session: Session, body: dict[str, Any]) -> None:
+def _content_end(session: Bidi, body: dict[str, Any]) -> None:
     # {"contentEnd": {"type": "TOOL", "contentId": "c2", "stopReason": "TOOL_USE"}}
     reason = body.get("stopReason")
     key = body.get("contentId")
@@ -109,14 +114,14 @@ def _content_end(session: Session, body: dict[str, Any]) -> None:
         _end_turn(session, str(reason))
 
 
-def _end_turn(session: Session, reason: str) -> None:
+def _end_turn(session: Bidi, reason: str) -> None:
     state = session.turn
     if state is None:
         return
     if reason == "INTERRUPTED":
         # A barge-in: the user's speech cut the response, and any call still open in it.
-        session.end_turn(StreamState.cancelled)
+        session.end_turn(CANCELLED)
         return
     state.settle(reason.lower())
     state.final_event()
-    session.end_turn(StreamState.ended)
+    session.end_turn(ENDED)
