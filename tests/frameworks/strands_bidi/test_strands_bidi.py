@@ -133,7 +133,7 @@ def test_without_strict_the_interrupted_call_runs_unlinked(telemetry: Any, instr
 
 # -- a real process: the example, strict from the environment, in both import orders --------------
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "strands_bidi_agent.py"
 VENV_BIN = Path(sys.executable).parent
 # The SDKs imported before the instrumentation initializes (opentelemetry-instrument's own
