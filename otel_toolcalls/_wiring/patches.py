@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled, unwrap
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 from packaging.version import InvalidVersion, Version
-from wrapt import wrap_function_wrapper
+from wrapt import FunctionWrapper, wrap_function_wrapper
 
 from otel_toolcalls._core.errors import report
 
@@ -132,6 +133,15 @@ def resolve(module: str, attr: str) -> Any:
     return owner
 
 
+def _restore(owner: Any, name: str) -> None:
+    """Puts back what ``wrap_function_wrapper`` wrapped: the raw attribute, not ``getattr``'s, whose
+    binding would turn a class's staticmethod into a plain function (then bound to the instance)
+    and a classmethod into a method bound to ``owner``."""
+    wrapper = inspect.getattr_static(owner, name, None)
+    if isinstance(wrapper, FunctionWrapper):
+        setattr(owner, name, wrapper.__wrapped__)
+
+
 class Patches:
     def __init__(self) -> None:
         self._made: list[tuple[str, str]] = []
@@ -162,7 +172,7 @@ class Patches:
                 owner: Any = importlib.import_module(module)
                 for part in owner_path.split(".") if owner_path else ():
                     owner = getattr(owner, part)
-                unwrap(owner, method)
+                _restore(owner, method)
             except Exception as exc:
                 report("_wiring.patches.Patches.unwrap_all", exc)
 

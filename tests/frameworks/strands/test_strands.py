@@ -14,6 +14,7 @@ Before 1.62 (observed on 1.19.0 and 1.61.1) a refusal replaces the whole of Stra
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import inspect
 from typing import Any
@@ -264,3 +265,27 @@ def test_direct_tool_call_gets_no_span(
     assert [link.context.span_id for link in execution.links] == [call.context.span_id]
     assert body.locations == ["Bern", "Zürich", "Basel"]
     assert body.calls[1][1] == execution.context.span_id
+
+
+def test_reinstrumented_executor_keeps_its_calls(instrument: Any, telemetry: Any, fake: Any) -> None:
+    # Re-instrumenting uninstruments first. ToolExecutor._stream is a staticmethod: Agent calls it
+    # on the class, BidiAgent's loop (before 1.62) on the agent's executor; both as before.
+    instrument()
+    fake.enqueue(*completed_turn())
+    agent = _agent(fake)
+    agent("Weather in Zürich?")
+    (execution,) = executions(telemetry)
+    assert execution.attributes["toolcall.outcome"] == "completed"
+    call = telemetry.one("tool_call get_weather")
+    assert [link.context.span_id for link in execution.links] == [call.context.span_id]
+    results: list[Any] = []
+    tool_use = {"toolUseId": "tu_loop", "name": "get_weather", "input": {"location": "Bern"}}
+
+    async def as_the_bidi_loop() -> None:
+        stream = agent.tool_executor._stream(agent, tool_use, results, {}, structured_output_context=None)
+        async for _ in stream:
+            pass
+
+    asyncio.run(as_the_bidi_loop())
+    assert [result["status"] for result in results] == ["success"]
+    assert body.locations == ["Zürich", "Bern"]
