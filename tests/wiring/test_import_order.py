@@ -32,6 +32,7 @@ from lanes import (
     FRAMEWORKS_HERE,
     HERE,
     LANE_HERE,
+    OTHER_PYTHON_LANES,
     VERSION_FRAMEWORK_LANES,
     VERSION_LANE_ADAPTERS,
     VERSION_LANE_HERE,
@@ -45,6 +46,11 @@ from otel_toolcalls._wiring import imports as _imports
 from otel_toolcalls._wiring.adapters import adapter_names, load
 
 APPS = Path(__file__).resolve().parents[1] / "apps"
+# Adapters whose SDK needs another interpreter than the main venv's: no app here; their lane runs
+# their example under opentelemetry-instrument in both import orders instead
+# (test_other_interpreter_lanes_run_their_example).
+OTHER_PYTHON_ADAPTERS = {adapter for _, _, adapters in OTHER_PYTHON_LANES.values() for adapter in adapters}
+EXAMPLE_CASE = "def test_the_example_under_opentelemetry_instrument(order"
 VENV_BIN = Path(sys.executable).parent
 VARIANTS = ("sdk_after_instrument", "sdk_before_instrument")
 # adapter -> (the span it is responsible for: the tool-call span or the tool's execution span, the
@@ -160,8 +166,22 @@ def runs(request: pytest.FixtureRequest) -> Any:
 
 
 def test_every_adapter_has_an_app() -> None:
-    assert sorted(ADAPTERS) == adapter_names()
-    assert sorted(p.stem.removeprefix("app_") for p in APPS.glob("app_*.py")) == adapter_names()
+    names = sorted(set(adapter_names()) - OTHER_PYTHON_ADAPTERS)
+    assert sorted(ADAPTERS) == names
+    assert sorted(p.stem.removeprefix("app_") for p in APPS.glob("app_*.py")) == names
+
+
+def test_other_interpreter_lanes_run_their_example() -> None:
+    """Each lane on another interpreter runs, for its adapters, a test of their example under
+    opentelemetry-instrument with the SDK imported before and after the instrumentation."""
+    root = Path(__file__).resolve().parents[2]
+    for venv, (_, _, adapters) in OTHER_PYTHON_LANES.items():
+        recipe = " ".join(make_recipe(venv.removeprefix(".venv-")))
+        modules = [word for word in recipe.split() if word.endswith(".py")]
+        cases = [m for m in modules if EXAMPLE_CASE in (root / m).read_text()]
+        assert cases, (venv, modules)
+        assert all(any(adapter in module for module in modules) for adapter in adapters), modules
+        assert all('"instrument-first", "sdk-first"' in (root / m).read_text() for m in cases), cases
 
 
 def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:
@@ -174,7 +194,8 @@ def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:
         assert LANE_HERE is not None, sys.prefix
         assert sorted(a for a, venv, _ in LANES_OF if venv == LANE_HERE) == MATRIX
     else:
-        assert sorted(set(adapter_names()) - set(FRAMEWORK_VENVS) - set(VERSION_LANE_ADAPTERS)) == MATRIX
+        others = set(FRAMEWORK_VENVS) | set(VERSION_LANE_ADAPTERS) | OTHER_PYTHON_ADAPTERS
+        assert sorted(set(adapter_names()) - others) == MATRIX
 
 
 @pytest.mark.parametrize("adapter", sorted(VERSION_LANE_ADAPTERS))
