@@ -133,18 +133,25 @@ lanes: $(VENV)/.stamp-test
 	$(MAKE) --no-print-directory -j2 -O versions frameworks peer-suites bidi
 
 # Strands' BidiAgent and aws-sdk-bedrock-runtime (Nova Sonic's bidirectional stream) need Python
-# 3.12+: a venv on pyenv's 3.12 from its lock, and the tests of those two adapters.
+# 3.12+: venvs on pyenv's 3.12 from their locks (Strands 1.62.0, and 1.58.0 where strands.bidi
+# began), and the tests of those two adapters in each.
 BIDI_VENV := .venv-bidi
+BIDI_LANES := $(BIDI_VENV) $(BIDI_VENV)-floor
 BIDI_PYTHON ?= /root/.pyenv/versions/3.12.1/bin/python
-$(BIDI_VENV)/.stamp: $(LOCKS)/venv-bidi.txt pyproject.toml $(VENV)/.stamp-test
-	test -x $(BIDI_VENV)/bin/python || $(UV) venv -q --python $(BIDI_PYTHON) $(BIDI_VENV)
-	$(call FROM_LOCK,$(BIDI_VENV)/bin/python,$<)
-	touch $@
+BIDI_TESTS := tests/providers/test_bedrock_bidi.py tests/frameworks/strands_bidi/test_strands_bidi.py
+define BIDI_VENV_RULE
+$(1)/.stamp: $(LOCKS)/$(patsubst .%,%,$(1)).txt pyproject.toml $(VENV)/.stamp-test
+	test -x $(1)/bin/python || $(UV) venv -q --python $(BIDI_PYTHON) $(1)
+	$$(call FROM_LOCK,$(1)/bin/python,$$<)
+	touch $$@
+endef
+$(foreach venv,$(BIDI_LANES),$(eval $(call BIDI_VENV_RULE,$(venv))))
 
 .PHONY: bidi
-bidi: $(BIDI_VENV)/.stamp
-	OTEL_TOOLCALLS_LANE=$(BIDI_VENV) $(BIDI_VENV)/bin/python -m pytest -q -p no:cacheprovider -rfEs \
-	  tests/providers/test_bedrock_bidi.py tests/frameworks/strands_bidi/test_strands_bidi.py
+bidi: $(addsuffix /.stamp,$(BIDI_LANES))
+	OTEL_TOOLCALLS_LANE=$(BIDI_VENV) $(BIDI_VENV)/bin/python -m pytest -q -p no:cacheprovider -rfEs $(BIDI_TESTS)
+	OTEL_TOOLCALLS_LANE=$(BIDI_VENV)-floor $(BIDI_VENV)-floor/bin/python -m pytest -q -p no:cacheprovider -rfEs \
+	  $(BIDI_TESTS)
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
 # their own, rebuilt when their requirements change. There run their tests, and the lane-aware
@@ -225,7 +232,7 @@ bench-providers: $(VENV)/.stamp-test
 	$(PY) benchmarks/providers.py
 
 clean:
-	rm -rf $(VENV) $(FW_LANES) $(BIDI_VENV) $(VIEWER_VENV) .version-venvs .sdk-suites .peer-suites .newest .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FW_LANES) $(BIDI_LANES) $(VIEWER_VENV) .version-venvs .sdk-suites .peer-suites .newest .pytest_cache .mypy_cache .ruff_cache
 
 # ---- The pipeline users run (issue 30): Jaeger v2 and the repo's Collector, built from their
 # Go modules into .pipeline/bin (ignored). Each binary is its own stamp: rebuilt only when its

@@ -28,9 +28,9 @@ REQUIRES = Requires(
     sdk="strands-agents",
     targets=((_MODULE, "_AgentLoop._run_tool"),),
     surfaces=((_MODULE, "_AgentLoop"),),
-    # strands.bidi's loop is in 1.58, but until 1.62 it runs tools through ToolExecutor._stream, the
-    # strands adapter's older design: not covered. The lane bidi runs 1.62.0 (Python 3.12).
-    since="1.62.0",
+    # strands.bidi's loop is in 1.58 (until 1.62 its tools run through ToolExecutor._stream as
+    # well, the strands adapter's older design). Lanes bidi-floor 1.58.0, bidi 1.62.0 (Python 3.12).
+    since="1.58.0",
 )
 _patches = Patches()
 _telemetry: list[Telemetry] = []

@@ -51,5 +51,5 @@ TESTED: dict[str, tuple[str, str]] = {
 SURFACES: dict[str, tuple[str, str]] = {
     "openai_realtime": ("1.58.0", "3.63.0"),
     "openai_responses_ws": ("2.22.0", "3.63.0"),
-    "strands_bidi": ("1.62.0", "1.62.0"),
+    "strands_bidi": ("1.58.0", "1.62.0"),
 }

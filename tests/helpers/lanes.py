@@ -34,8 +34,10 @@ FRAMEWORK_LANES = {
 # adapters whose tests it runs). Strands' BidiAgent and aws-sdk-bedrock-runtime need Python 3.12+
 # (make bidi runs tests/providers/test_bedrock_bidi.py and
 # tests/frameworks/strands_bidi/test_strands_bidi.py).
+_BIDI = ("bedrock_bidi", "strands_bidi")
 OTHER_PYTHON_LANES = {
-    ".venv-bidi": ("tests/frameworks/requirements-bidi.txt", "3.12", ("bedrock_bidi", "strands_bidi")),
+    ".venv-bidi": ("tests/frameworks/requirements-bidi.txt", "3.12", _BIDI),
+    ".venv-bidi-floor": ("tests/frameworks/requirements-bidi-floor.txt", "3.12", _BIDI),
 }
 FRAMEWORK_ADAPTERS = (
     "agent_framework",
