@@ -219,15 +219,18 @@ def report() -> dict[str, Any]:
 
 
 def _sdk_lines(sdks: list[dict[str, Any]]) -> list[str]:
-    lines = [f"  {'adapter':<21}{'sdk':<22}{'installed':<12}{'targets':<10}{'applies':<9}versions"]
+    # Columns as wide as their longest name, plus a space: a distribution name is never run on.
+    a = max([len("adapter"), *(len(row["adapter"]) for row in sdks)]) + 2
+    d = max([len("sdk"), *(len(row["sdk"]) for row in sdks)]) + 2
+    lines = [f"  {'adapter':<{a}}{'sdk':<{d}}{'installed':<12}{'targets':<10}{'applies':<9}versions"]
     for row in sdks:
         if row["version"] is None:
-            lines.append(f"  {row['adapter']:<21}{row['sdk']:<22}{'-':<12}{'':<10}{'':<9}not installed")
+            lines.append(f"  {row['adapter']:<{a}}{row['sdk']:<{d}}{'-':<12}{'':<10}{'':<9}not installed")
             continue
         found = row["targets"] - len(row["missing"]) - row.get("absent_targets", 0)
         applies = "yes" if row["applies"] else ("-" if not row["unseen"] else "NO")
         targets = f"{found}/{row['targets']}"
-        start = f"  {row['adapter']:<21}{row['sdk']:<22}{row['version']:<12}"
+        start = f"  {row['adapter']:<{a}}{row['sdk']:<{d}}{row['version']:<12}"
         lines.append(f"{start}{targets:<10}{applies:<9}{row['range']}")
         lines += [f"      missing: {target}" for target in row["missing"]]
         lines += [f"      not in this version: {module}" for module in row["absent"]]
