@@ -9,11 +9,11 @@ server messages (``text``, ``tool_call``, ``cancellation``, ``usage``, ``turn_co
 
 from __future__ import annotations
 
-import ipaddress
 import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._tls import self_signed, server_context
 from ._websocket import Await, Close, Drop, Frames, Step
 
 __all__ = [
@@ -120,37 +120,5 @@ class LiveEndpoint:
 def _tls_contexts() -> tuple[ssl.SSLContext, ssl.SSLContext]:
     """A throwaway self-signed certificate for 127.0.0.1: the server's context, and a client's
     that trusts it."""
-    import datetime
-    import tempfile
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    where = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-    certificate = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(where, critical=False)
-        .sign(key, hashes.SHA256())
-    )  # fmt: skip
-    pem = certificate.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with tempfile.TemporaryDirectory() as folder:
-        cert_file, key_file = f"{folder}/cert.pem", f"{folder}/key.pem"
-        with open(cert_file, "wb") as out:
-            out.write(pem)
-        with open(key_file, "wb") as out:
-            out.write(key_pem)
-        server.load_cert_chain(cert_file, key_file)
-    client = ssl.create_default_context(cadata=pem.decode("ascii"))
-    return server, client
+    pem, key_pem = self_signed()
+    return server_context(pem, key_pem), ssl.create_default_context(cadata=pem.decode("ascii"))
