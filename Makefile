@@ -139,13 +139,6 @@ BIDI_VENV := .venv-bidi
 BIDI_LANES := $(BIDI_VENV) $(BIDI_VENV)-floor
 BIDI_PYTHON ?= /root/.pyenv/versions/3.12.1/bin/python
 BIDI_TESTS := tests/providers/test_bedrock_bidi.py tests/frameworks/strands_bidi/test_strands_bidi.py
-define BIDI_VENV_RULE
-$(1)/.stamp: $(LOCKS)/$(patsubst .%,%,$(1)).txt pyproject.toml $(VENV)/.stamp-test
-	test -x $(1)/bin/python || $(UV) venv -q --python $(BIDI_PYTHON) $(1)
-	$$(call FROM_LOCK,$(1)/bin/python,$$<)
-	touch $$@
-endef
-$(foreach venv,$(BIDI_LANES),$(eval $(call BIDI_VENV_RULE,$(venv))))
 
 .PHONY: bidi
 bidi: $(addsuffix /.stamp,$(BIDI_LANES))
@@ -171,14 +164,17 @@ FW_TESTS := -W ignore::DeprecationWarning --framework-venv tests/frameworks test
 FW_PYTEST := -m pytest -q -p no:cacheprovider -rfEs $(FW_TESTS)
 
 # uv builds them too: pip took 1.5 and 3.5 minutes from an empty venv. Each from its lock
-# (tests/locks/venv-<name>.txt, written from tests/frameworks/requirements*.txt). $(1): the venv.
+# (tests/locks/venv-<name>.txt, written from tests/frameworks/requirements*.txt). $(1): the venv,
+# $(2): its interpreter.
 define FW_VENV_RULE
 $(1)/.stamp: $(LOCKS)/$(patsubst .%,%,$(1)).txt pyproject.toml $(VENV)/.stamp-test
-	test -x $(1)/bin/python || $(UV) venv -q --python $(PYTHON) $(1)
+	test -x $(1)/bin/python || $(UV) venv -q --python $(2) $(1)
 	$$(call FROM_LOCK,$(1)/bin/python,$$<)
 	touch $$@
 endef
-$(foreach venv,$(FW_LANES),$(eval $(call FW_VENV_RULE,$(venv))))
+$(foreach venv,$(FW_LANES),$(eval $(call FW_VENV_RULE,$(venv),$(PYTHON))))
+# The bidi lanes' (above) on their interpreter.
+$(foreach venv,$(BIDI_LANES),$(eval $(call FW_VENV_RULE,$(venv),$(BIDI_PYTHON))))
 
 frameworks: $(addsuffix /.stamp,$(FW_LANES))
 	OTEL_TOOLCALLS_LANE=$(FW_VENV) $(FW_VENV)/bin/python $(FW_PYTEST)

@@ -471,16 +471,23 @@ def delivered_after_restart(stack: Stack, run: Run, start_ns: int) -> dict[str, 
         raise AssertionError(f"never delivered: {state}") from exc
 
 
-def test_a_gateway_restart_keeps_paging_and_loses_only_its_undecided_traces(pipeline: Any) -> None:
-    stack, _, start_ns = pipeline
-    gateway = stack.procs["gateway-1"]
+def running_apps(stack: Any, names: tuple[str, str]) -> tuple[float, int, Any]:
+    """Two apps of twice the turns, started and two thirds through (by the spans the agents took):
+    a fault now falls mid-traffic."""
     began_s = time.time()
     turns = 2 * TURNS
-    apps = start_apps(stack, turns, ("app-gw-0", "app-gw-1"))
+    apps = start_apps(stack, turns, names)
     poll(
         "two thirds of the run's spans at the agents",
         lambda: stack.counted(LEDGER["agents_accepted"], began_s, time.time()) >= turns * 2 * 6 * 2 / 3,
     )
+    return began_s, turns, apps
+
+
+def test_a_gateway_restart_keeps_paging_and_loses_only_its_undecided_traces(pipeline: Any) -> None:
+    stack, _, start_ns = pipeline
+    gateway = stack.procs["gateway-1"]
+    began_s, turns, apps = running_apps(stack, ("app-gw-0", "app-gw-1"))
     killed_ns = time.time_ns()
     gateway.stop(signal.SIGKILL)
     # While it is down: Prometheus sees it gone and the page from the package's own metrics
@@ -517,13 +524,7 @@ def aborted_spans_stored(traces: dict[str, list[dict[str, Any]]]) -> set[str]:
 def test_a_gateway_graceful_restart_loses_no_aborted_call(pipeline: Any) -> None:
     stack, _, start_ns = pipeline
     gateway = stack.procs["gateway-1"]
-    began_s = time.time()
-    turns = 2 * TURNS
-    apps = start_apps(stack, turns, ("app-term-0", "app-term-1"))
-    poll(
-        "two thirds of the run's spans at the agents",
-        lambda: stack.counted(LEDGER["agents_accepted"], began_s, time.time()) >= turns * 2 * 6 * 2 / 3,
-    )
+    began_s, turns, apps = running_apps(stack, ("app-term-0", "app-term-1"))
     gateway.restart(signal.SIGTERM)  # as a deployment's rolling restart does
     run = finish_apps(apps, turns, began_s)
     calls = calls_by_trace(run.rows)
