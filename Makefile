@@ -134,9 +134,10 @@ lanes: $(VENV)/.stamp-test
 
 # Strands' BidiAgent and aws-sdk-bedrock-runtime (Nova Sonic's bidirectional stream) need Python
 # 3.12+: venvs on pyenv's 3.12 from their locks (Strands 1.62.0, and 1.58.0 where strands.bidi
-# began), and the tests of those two adapters in each.
+# began), and the tests of those two adapters in each; the SDK's newest (0.12, which Strands does not
+# take yet) alone, with the provider adapter's tests.
 BIDI_VENV := .venv-bidi
-BIDI_LANES := $(BIDI_VENV) $(BIDI_VENV)-floor
+BIDI_LANES := $(BIDI_VENV) $(BIDI_VENV)-floor $(BIDI_VENV)-sdk
 BIDI_PYTHON ?= /root/.pyenv/versions/3.12.1/bin/python
 BIDI_TESTS := tests/providers/test_bedrock_bidi.py tests/frameworks/strands_bidi/test_strands_bidi.py
 
@@ -145,6 +146,8 @@ bidi: $(addsuffix /.stamp,$(BIDI_LANES))
 	OTEL_TOOLCALLS_LANE=$(BIDI_VENV) $(BIDI_VENV)/bin/python -m pytest -q -p no:cacheprovider -rfEs $(BIDI_TESTS)
 	OTEL_TOOLCALLS_LANE=$(BIDI_VENV)-floor $(BIDI_VENV)-floor/bin/python -m pytest -q -p no:cacheprovider -rfEs \
 	  $(BIDI_TESTS)
+	OTEL_TOOLCALLS_LANE=$(BIDI_VENV)-sdk $(BIDI_VENV)-sdk/bin/python -m pytest -q -p no:cacheprovider -rfEs \
+	  tests/providers/test_bedrock_bidi.py
 
 # The agent frameworks pin dependencies that conflict with the main venv's SDKs: they get venvs of
 # their own, rebuilt when their requirements change. There run their tests, and the lane-aware

@@ -15,7 +15,7 @@ TESTED: dict[str, tuple[str, str]] = {
     "autogen-core": ("0.6.2", "0.7.5"),  # autogen
     "botocore": ("1.34.116", "1.44.18"),  # bedrock
     "boto3": ("1.34.116", "1.44.18"),  # bedrock
-    "aws-sdk-bedrock-runtime": ("0.11.0", "0.11.0"),  # bedrock_bidi
+    "aws-sdk-bedrock-runtime": ("0.11.0", "0.12.0"),  # bedrock_bidi
     "claude-agent-sdk": ("0.1.19", "0.2.189"),  # claude_agent_sdk
     "cohere": ("7.0", "7.3.1"),  # cohere
     "crewai": ("1.10.1", "1.15.30"),  # crewai

@@ -38,6 +38,7 @@ _BIDI = ("bedrock_bidi", "strands_bidi")
 OTHER_PYTHON_LANES = {
     ".venv-bidi": ("tests/frameworks/requirements-bidi.txt", "3.12", _BIDI),
     ".venv-bidi-floor": ("tests/frameworks/requirements-bidi-floor.txt", "3.12", _BIDI),
+    ".venv-bidi-sdk": ("tests/frameworks/requirements-bidi-sdk.txt", "3.12", ("bedrock_bidi",)),
 }
 FRAMEWORK_ADAPTERS = (
     "agent_framework",

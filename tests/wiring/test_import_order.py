@@ -172,16 +172,20 @@ def test_every_adapter_has_an_app() -> None:
 
 
 def test_other_interpreter_lanes_run_their_example() -> None:
-    """Each lane on another interpreter (make bidi) runs, for its adapters, a test of their example
-    under opentelemetry-instrument with the SDK imported before and after the instrumentation."""
+    """Each adapter of the lanes on another interpreter (make bidi) has a lane that runs a test of
+    its example under opentelemetry-instrument, with the SDK imported before and after the
+    instrumentation."""
     root = Path(__file__).resolve().parents[2]
+    shown = set()
     for venv, (_, _, adapters) in OTHER_PYTHON_LANES.items():
         recipe = " ".join(line for line in make_recipe("bidi") if f"OTEL_TOOLCALLS_LANE={venv} " in line)
         modules = [word for word in recipe.split() if word.endswith(".py")]
-        cases = [m for m in modules if EXAMPLE_CASE in (root / m).read_text()]
-        assert cases, (venv, modules)
+        assert modules, venv
         assert all(any(adapter in module for module in modules) for adapter in adapters), modules
+        cases = [m for m in modules if EXAMPLE_CASE in (root / m).read_text()]
         assert all('"instrument-first", "sdk-first"' in (root / m).read_text() for m in cases), cases
+        shown |= set(adapters) if cases else set()
+    assert shown == OTHER_PYTHON_ADAPTERS
 
 
 def test_the_main_venv_runs_every_app_but_the_frameworks() -> None:

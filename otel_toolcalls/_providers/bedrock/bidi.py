@@ -45,8 +45,9 @@ REQUIRES = Requires(
     ),
     provider=PROVIDER,
     # The smithy-based AWS SDK (not boto3): its bidirectional stream (Nova Sonic) needs Python 3.12+;
-    # 0.11.0 is the release Strands' bidi extra requires (>=0.11,<0.12). Lane bidi (Python 3.12).
-    tested=(Tested("aws-sdk-bedrock-runtime", "0.11.0", "0.11.0"),),
+    # 0.11.0 is the release Strands' bidi extra requires (>=0.11,<0.12). Lanes bidi and bidi-floor
+    # (with Strands), bidi-sdk (0.12.0 alone), on Python 3.12.
+    tested=(Tested("aws-sdk-bedrock-runtime", "0.11.0", "0.12.0"),),
     extra=Extra("bedrock-bidi", main_venv=False),
 )
 OPERATION = "chat"
