@@ -22,7 +22,7 @@ from . import clock, document, revocation
 from . import names as n
 from .calls import Call, End, Opening, start_span, utf8_len
 from .document import BLANKS
-from .ending import Ending
+from .ending import EndRecord
 from .registry import call_key
 from .sink import Sink
 from .telemetry import Telemetry
@@ -37,7 +37,7 @@ class Blocks(Sink):
     """A stream's tool-call blocks (the ``sink.Sink`` a translator drives); ``call_context`` is
     the parent of their spans, given by the stream (``state.StreamState``)."""
 
-    def __init__(self, telemetry: Telemetry, provider: str, model: str | None, ending: Ending) -> None:
+    def __init__(self, telemetry: Telemetry, provider: str, model: str | None, ending: EndRecord) -> None:
         self.telemetry = telemetry
         self.provider = provider
         self.model = model

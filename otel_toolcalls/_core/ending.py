@@ -10,7 +10,7 @@ from . import names as n
 from .calls import classify
 
 
-class Ending:
+class EndRecord:
     __slots__ = ("closing", "error_type", "final", "finish_reasons", "stop_abort")
 
     def __init__(self) -> None:

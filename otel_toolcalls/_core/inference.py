@@ -3,7 +3,7 @@ peer's), made at its first need, or none (inference spans off: the caller's curr
 once with the stream's outcome, usage and response attributes, and the request's metrics recorded.
 
 What the response said of itself comes from the stream (``Said``); how the stream ended from its
-``ending.Ending``. Nothing here locks: the stream makes the span under its own lock.
+``ending.EndRecord``. Nothing here locks: the stream makes the span under its own lock.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from . import clock, process
 from . import names as n
 from .blocks import Blocks
 from .calls import End, error_type_of
-from .ending import Ending
+from .ending import EndRecord
 from .errors import report
 from .inference import Inference, RequestInfo
 from .telemetry import Telemetry
@@ -60,7 +60,7 @@ class StreamState(Blocks):
     """
 
     def __init__(self, telemetry: Telemetry, request: RequestInfo) -> None:
-        super().__init__(telemetry, request.provider, request.model, Ending())
+        super().__init__(telemetry, request.provider, request.model, EndRecord())
         self.request = request
         self.inference = Inference(telemetry, request)
         self.start_ns = self.inference.start_ns
