@@ -83,6 +83,11 @@ def _results_list(args: Any, kwargs: Any) -> Any:
     return results if isinstance(results, list) else None
 
 
+def error_result(call_id: Any, refused: IncompleteToolCallError) -> dict[str, Any]:
+    """A strict refusal as the ``ToolResult`` Strands makes of a tool that raised."""
+    return {"toolUseId": str(call_id), "status": "error", "content": [{"text": f"Error: {refused}"}]}
+
+
 def _refusal(call_id: Any, refused: IncompleteToolCallError, results: list[Any] | None) -> Any:
     """A strict refusal as a Strands error result (``status: error``, the refusal its exception),
     the way Strands reports a tool that raised: raised instead, it would leave Strands' span ending
@@ -93,7 +98,7 @@ def _refusal(call_id: Any, refused: IncompleteToolCallError, results: list[Any] 
     except ImportError:  # before 1.62
         from strands.types._events import ToolResultEvent
 
-    result = {"toolUseId": str(call_id), "status": "error", "content": [{"text": f"Error: {refused}"}]}
+    result = error_result(call_id, refused)
     if results is not None:
         results.append(result)
     try:

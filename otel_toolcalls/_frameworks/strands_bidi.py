@@ -23,6 +23,8 @@ from otel_toolcalls._linking.execute import IncompleteToolCallError
 from otel_toolcalls._linking.runner import Execution
 from otel_toolcalls._wiring.patches import Patches, Requires
 
+from .strands import error_result
+
 _MODULE = "strands.bidi.agent.loop"
 REQUIRES = Requires(
     sdk="strands-agents",
@@ -39,11 +41,6 @@ _telemetry: list[Telemetry] = []
 def _tool_use(args: Any, kwargs: Any) -> dict[str, Any]:
     tool_use = kwargs.get("tool_use", args[0] if args else None)
     return tool_use if isinstance(tool_use, dict) else {}
-
-
-def _refusal(call_id: Any, refused: IncompleteToolCallError) -> dict[str, Any]:
-    """A strict refusal as the error result Strands makes of a tool that raised."""
-    return {"toolUseId": str(call_id), "status": "error", "content": [{"text": f"Error: {refused}"}]}
 
 
 def _result_error(result: Any) -> str | None:
@@ -64,7 +61,7 @@ async def _run_tool(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         try:
             stack.enter_context(execution)
         except IncompleteToolCallError as refused:
-            return _refusal(call_id, refused)
+            return error_result(call_id, refused)
         return execution.returned(await wrapped(*args, **kwargs), _result_error)
 
 
