@@ -64,13 +64,5 @@ async def settled_by(call_id: Any) -> None:
         waiters.append(future)
     try:
         await asyncio.wait_for(future, WAIT_CAP_S)
-    except TimeoutError as exc:
+    except asyncio.TimeoutError as exc:  # the builtin TimeoutError only from Python 3.11
         report(f"{__name__}.settled_by", exc)
-
-
-def reset() -> None:
-    """Settles every mark (a test's reset)."""
-    with _lock:
-        keys = list(_unsettled)
-    for key in keys:
-        settled(key)
