@@ -152,7 +152,9 @@ class NovaSonicServer:
 
     def __exit__(self, *exc_info: object) -> None:
         if self._server is not None:
-            self._server.close()
+            # On the loop's thread: asyncio.Server is not thread-safe, and a close from here raced a
+            # connection's end (both woke its waiters: "'NoneType' object is not iterable").
+            self._loop.call_soon_threadsafe(self._server.close)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
 
